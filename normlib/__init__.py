@@ -1,0 +1,34 @@
+"""normlib: the normalization layers of the book, small enough to read and exact against torch.nn.
+
+>>> import torch, normlib
+>>> normlib.LayerNorm(3)(torch.tensor([[2.0, 3.0, 4.0]])).detach()
+tensor([[-1.2247,  0.0000,  1.2247]])
+
+Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib.stats`
+(mean and variance four ways), :mod:`normlib.functional` (the formulas) and
+:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``).
+"""
+
+from . import axes, functional, stats
+from .axes import NormInputError
+from .functional import NormDtypeError
+from .modules import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+    RMSNorm,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "axes", "functional", "stats", "NormInputError", "NormDtypeError",
+    "LayerNorm", "RMSNorm", "GroupNorm",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+]
