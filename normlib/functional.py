@@ -16,6 +16,7 @@ input's dtype, as PyTorch does. Chapters 2–6 derive these formulas by hand.
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
@@ -209,7 +210,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
 
     >>> x = torch.tensor([[2.0], [4.0], [6.0], [8.0]])      # feature 1 of the book's table
     >>> rm, rv = torch.zeros(1), torch.ones(1)
-    >>> batch_norm(x, rm, rv, training=True, eps=0.0).flatten()
+    >>> batch_norm(x, rm, rv, training=True).flatten()
     tensor([-1.3416, -0.4472,  0.4472,  1.3416])
     >>> rm, rv                                              # 0.1·5 and 0.9·1 + 0.1·(20/3)
     (tensor([0.5000]), tensor([1.5667]))
@@ -219,15 +220,20 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     _check_channel_params("batch_norm", input, True, running_mean=running_mean, running_var=running_var,
                           weight=weight, bias=bias)
     momentum = _check_momentum("batch_norm", momentum)
+    if training and s.count == 1:
+        raise NormInputError(
+            f"batch_norm in training mode needs more than 1 value per channel to compute a "
+            f"variance, but got an input of shape {_fmt(input.shape)} (N × spatial = 1). Use a "
+            f"larger batch, or evaluation mode, which uses the running statistics."
+        )
+    # PyTorch (2.13) refuses these eps values; so does normlib.
+    if training and eps <= 0:
+        raise NormInputError(f"batch_norm in training mode expects eps > 0, but got eps={eps}")
+    if eps < 0:
+        raise NormInputError(f"batch_norm expects eps >= 0, but got eps={eps}")
     dtype = _compute_dtype(input.dtype)
     x = input.to(dtype)
     if training:
-        if s.count == 1:
-            raise NormInputError(
-                f"batch_norm in training mode needs more than 1 value per channel to compute a "
-                f"variance, but got an input of shape {_fmt(input.shape)} (N × spatial = 1). Use a "
-                f"larger batch, or evaluation mode, which uses the running statistics."
-            )
         mean, var = _moments(x, s)
         if s.count > 0:
             _update_running(running_mean, mean, momentum)
@@ -261,7 +267,9 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_
     With ``use_input_stats=True`` (the default) each instance's own statistics are used; when
     ``running_mean``/``running_var`` are given they are updated in place with the *average over
     the batch* of the per-instance statistics (unbiased variance), as PyTorch does. With
-    ``use_input_stats=False`` the running statistics normalize instead.
+    ``use_input_stats=False`` the running statistics normalize instead. An empty batch leaves
+    the running statistics untouched (torch 2.13 turns them into NaN there: its average of
+    zero per-instance statistics is 0/0).
 
     >>> x = torch.tensor([[[2.0, 3.0, 4.0]]])     # sample A of the book's table, as (1, 1, 3)
     >>> instance_norm(x, eps=0.0)
@@ -321,6 +329,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     _check_floating("group_norm", input)
     s = axes.group_norm_axes(input.shape, num_groups)
     _check_channel_params("group_norm", input, False, weight=weight, bias=bias)
+    if input.shape[0] * s.view_shape[2] * math.prod(input.shape[2:]) == 1:
+        # PyTorch refuses a single sample whose groups hold one value each (its variance is 0/0 … or 0).
+        raise NormInputError(
+            f"group_norm needs more than one value per group for a batch of one sample, but got an "
+            f"input of shape {_fmt(input.shape)} with num_groups={num_groups}: each group holds 1 value"
+        )
     dtype = _compute_dtype(input.dtype)
     x = input.to(dtype).reshape(s.view_shape)
     mean, var = _moments(x, s)
