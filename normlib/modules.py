@@ -27,6 +27,26 @@ __all__ = [
 ]
 
 
+def _affine_parameters(module: nn.Module, shape, affine: bool, bias: bool, device, dtype) -> None:
+    """Register γ (``weight``) and β (``bias``) of ``shape``, or ``None`` where switched off."""
+    if affine:
+        module.weight = nn.Parameter(torch.empty(shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+    if affine and bias:
+        module.bias = nn.Parameter(torch.empty(shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module: nn.Module) -> None:
+    """γ ← 1, β ← 0: the layer starts as a pure normalization."""
+    if module.weight is not None:
+        nn.init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        nn.init.zeros_(module.bias)
+
+
 class LayerNorm(nn.Module):
     """Layer normalization over the trailing ``normalized_shape`` dims (see :func:`normlib.functional.layer_norm`).
 
@@ -49,29 +69,19 @@ class LayerNorm(nn.Module):
         self.normalized_shape = as_normalized_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        factory = {"device": device, "dtype": dtype}
-        if elementwise_affine:
-            self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory))
-            self.bias = nn.Parameter(torch.empty(self.normalized_shape, **factory)) if bias else None
-        else:
-            self.register_parameter("weight", None)
-            self.bias = None
-        if self.bias is None:
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """γ ← 1, β ← 0: the layer starts as a pure normalization."""
-        if self.weight is not None:
-            nn.init.ones_(self.weight)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class RMSNorm(nn.Module):
@@ -90,16 +100,12 @@ class RMSNorm(nn.Module):
         self.normalized_shape = as_normalized_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = nn.Parameter(torch.empty(self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, False, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """γ ← 1."""
-        if self.weight is not None:
-            nn.init.ones_(self.weight)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
@@ -120,7 +126,7 @@ class GroupNorm(nn.Module):
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 device=None, dtype=None) -> None:
+                 device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         if num_groups <= 0 or num_channels % num_groups != 0:
             raise NormInputError(
@@ -131,25 +137,19 @@ class GroupNorm(nn.Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = nn.Parameter(torch.empty(num_channels, device=device, dtype=dtype))
-            self.bias = nn.Parameter(torch.empty(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """γ ← 1, β ← 0."""
-        if self.affine:
-            nn.init.ones_(self.weight)
-            nn.init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class _NormBase(nn.Module):
@@ -158,7 +158,8 @@ class _NormBase(nn.Module):
     _version = 2  # the state_dict format of torch.nn's _NormBase (num_batches_tracked included)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None) -> None:
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -166,12 +167,7 @@ class _NormBase(nn.Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         factory = {"device": device, "dtype": dtype}
-        if affine:
-            self.weight = nn.Parameter(torch.empty(num_features, **factory))
-            self.bias = nn.Parameter(torch.empty(num_features, **factory))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", torch.zeros(num_features, **factory))
             self.register_buffer("running_var", torch.ones(num_features, **factory))
@@ -192,9 +188,7 @@ class _NormBase(nn.Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics, and γ ← 1, β ← 0."""
         self.reset_running_stats()
-        if self.affine:
-            nn.init.ones_(self.weight)
-            nn.init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
         allowed = self._allowed_dims
@@ -217,7 +211,7 @@ class _NormBase(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(_NormBase):
@@ -299,8 +293,9 @@ class _InstanceNorm(_NormBase):
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 affine: bool = False, track_running_stats: bool = False, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)

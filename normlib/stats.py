@@ -16,8 +16,12 @@ naive          ``E[x²] − E[x]²`` in one pass. Exact in exact arithmetic, but
                only resolved to ≈ 8, and the variance can come out 0, negative or wildly
                off. Shown only to explain why nobody should use it. (Chapter 2.)
 welford        One pass, one element at a time: ``mean += δ / n``, ``m2 += δ · (x − mean)``.
-               Stable like two-pass (it never forms offset²), streamable, but a Python loop
-               over the reduced elements here: for teaching, not speed.
+               It never forms offset², so its error grows like u·|mean|/std (u = the dtype's
+               rounding unit), not like (|mean|/std)² as the naive one's does. Run on
+               ``x − x₀`` (the first value: a stream knows it from the start, ``shift=True``,
+               the default) it is as accurate as two-pass; without the shift, in float32 with
+               offset 1e4 and std 1, it is off by ~1e-4 relative (chapter 2 measures it).
+               A Python loop over the reduced elements here: for teaching, not speed.
 merge          Chan et al.'s parallel combination of two partial ``(count, mean, m2)``:
                ``δ = mean_b − mean_a``, ``mean = mean_a + δ · n_b / n``,
                ``m2 = m2_a + m2_b + δ² · n_a · n_b / n``. Exact in exact arithmetic and
@@ -100,8 +104,11 @@ def naive(x: Tensor, dim: Dim = None) -> Moments:
     return Moments(n, mean, (mean_of_squares - mean * mean) * n)
 
 
-def welford(x: Tensor, dim: Dim = None) -> Moments:
+def welford(x: Tensor, dim: Dim = None, shift: bool = True) -> Moments:
     """Welford's streaming update, one element (per reduced position) at a time.
+
+    With ``shift=True`` the stream is ``x − x₀`` (its first value), added back to the mean at
+    the end: the variance is unchanged by a shift, and the running mean stays small.
 
     >>> welford(torch.tensor([2.0, 4.0, 6.0, 8.0])).var()
     tensor(5.)
@@ -112,6 +119,8 @@ def welford(x: Tensor, dim: Dim = None) -> Moments:
     stream = x.permute(*kept, *dims).reshape(*[x.shape[d] for d in kept], -1)
     mean = torch.zeros(stream.shape[:-1], dtype=x.dtype, device=x.device)
     m2 = torch.zeros_like(mean)
+    origin = stream[..., 0] if shift and stream.shape[-1] else torch.zeros_like(mean)
+    stream = stream - origin.unsqueeze(-1)
     n = 0
     for i in range(stream.shape[-1]):
         value = stream[..., i]
@@ -121,7 +130,7 @@ def welford(x: Tensor, dim: Dim = None) -> Moments:
         m2 = m2 + delta * (value - mean)
     if n == 0:
         mean = torch.full_like(mean, float("nan"))
-    return Moments(n, mean, m2)
+    return Moments(n, mean + origin, m2)
 
 
 def merge(a: Moments, b: Moments) -> Moments:

@@ -228,7 +228,7 @@ def _running(c, dtype, seed):
             (0.5 + torch.rand(c, generator=g, dtype=torch.float64)).to(rdtype))
 
 
-def _compare_running(ours, theirs, inp, labels, eps, momentum, count, what):
+def _compare_running(ours, theirs, inp, labels, eps, momentum, count, what, exact=(None, None)):
     dtype = inp.x.dtype
     base, u, K = BASE_TOL[dtype], roundoff(dtype), ROUNDING_FACTOR
     big, mu, sigma, var = group_scales(inp.x, labels, 0.0, True)
@@ -238,10 +238,11 @@ def _compare_running(ours, theirs, inp, labels, eps, momentum, count, what):
     bessel = count / (count - 1) if count > 1 else 1.0
     # running_mean gets m·mean: rounding of the mean is u·max|x|. running_var gets m·var·n/(n-1):
     # the variance's rounding is u·κ·var, with κ = max|x|/sqrt(var).
-    assert_close_elementwise(ours[0], theirs[0], K * u * big_max * m, f"{what} running_mean", base)
+    assert_close_elementwise(ours[0], theirs[0], K * u * big_max * m, f"{what} running_mean", base,
+                             exact=exact[0])
     kappa_var = big_max * math.sqrt(var_max) if var_max > 0 else big_max ** 2
     assert_close_elementwise(ours[1], theirs[1], K * u * (kappa_var + var_max) * bessel * m,
-                             f"{what} running_var", base)
+                             f"{what} running_var", base, exact=exact[1])
 
 
 @given(shape=channel_shapes(), training=st.booleans(), momentum=st.sampled_from(MOMENTA),
@@ -255,6 +256,10 @@ def test_batch_norm_matches_torch(shape, training, momentum, with_running, dtype
     inp = make_inputs(shape, dtype, seed, offset, scale, shape[1], with_weight, with_bias)
     rm_o, rv_o = _running(shape[1], dtype, seed) if with_running else (None, None)
     rm_t, rv_t = (rm_o.clone(), rv_o.clone()) if with_running else (None, None)
+    # the float64 answer for the running statistics (torch on the same values, upcast)
+    rm_e, rv_e = (rm_o.double(), rv_o.double()) if with_running else (None, None)
+    if training and with_running:
+        TF.batch_norm(inp.x.double(), rm_e, rv_e, training=True, momentum=momentum, eps=eps)
     ours = forward_and_grads(lambda x, **kw: NF.batch_norm(x, rm_o, rv_o, training=training, momentum=momentum,
                                                            eps=eps, **kw), inp)
     theirs = forward_and_grads(lambda x, **kw: TF.batch_norm(x, rm_t, rv_t, training=training, momentum=momentum,
@@ -265,7 +270,8 @@ def test_batch_norm_matches_torch(shape, training, momentum, with_running, dtype
         compare(ours, theirs, inp, s.labels(), eps, centered=True, channel_of=1, what=what, exact=exact)
         if with_running:
             # forward_and_grads ran the forward once each, so each updated its running stats once
-            _compare_running((rm_o, rv_o), (rm_t, rv_t), inp, s.labels(), eps, momentum, s.count, what)
+            _compare_running((rm_o, rv_o), (rm_t, rv_t), inp, s.labels(), eps, momentum, s.count, what,
+                             (rm_e, rv_e))
     else:
         _compare_eval(ours, theirs, inp, rm_t, rv_t, eps, what)
         assert torch.equal(rm_o, rm_t) and torch.equal(rv_o, rv_t), "eval mode must not touch running stats"
@@ -299,6 +305,9 @@ def test_instance_norm_matches_torch(shape, use_input_stats, momentum, with_runn
     inp = make_inputs(shape, dtype, seed, offset, scale, shape[1], with_weight, with_bias)
     rm_o, rv_o = _running(shape[1], dtype, seed) if with_running else (None, None)
     rm_t, rv_t = (rm_o.clone(), rv_o.clone()) if with_running else (None, None)
+    rm_e, rv_e = (rm_o.double(), rv_o.double()) if with_running else (None, None)
+    if use_input_stats and with_running and shape[0] > 0:
+        TF.instance_norm(inp.x.double(), rm_e, rv_e, momentum=momentum, eps=eps)
     kw_common = dict(use_input_stats=use_input_stats, momentum=momentum, eps=eps)
     ours = forward_and_grads(lambda x, **kw: NF.instance_norm(x, rm_o, rv_o, **kw_common, **kw), inp)
     if shape[0] == 0 and (with_weight or with_bias):
@@ -314,7 +323,8 @@ def test_instance_norm_matches_torch(shape, use_input_stats, momentum, with_runn
         exact = exact_of(lambda x, **kw: TF.instance_norm(x, eps=eps, **kw), inp)
         compare(ours, theirs, inp, s.labels(), eps, centered=True, channel_of=1, what=what, exact=exact)
         if with_running and inp.x.numel():
-            _compare_running((rm_o, rv_o), (rm_t, rv_t), inp, s.labels(), eps, momentum, s.count, what)
+            _compare_running((rm_o, rv_o), (rm_t, rv_t), inp, s.labels(), eps, momentum, s.count, what,
+                             (rm_e, rv_e))
     else:
         _compare_eval(ours, theirs, inp, rm_t, rv_t, eps, what)
 
