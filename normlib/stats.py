@@ -46,7 +46,11 @@ Dim = Optional[Union[int, Sequence[int]]]
 
 
 class Moments(NamedTuple):
-    """Partial statistics of a set of numbers: how many, their mean, and ``m2 = Σ (x − mean)²``."""
+    """Partial statistics of a set of numbers: how many, their mean, and ``m2 = Σ (x − mean)²``.
+
+    >>> Moments(count=4, mean=torch.tensor(5.0), m2=torch.tensor(20.0)).var()
+    tensor(5.)
+    """
 
     count: int
     mean: Tensor

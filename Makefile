@@ -1,0 +1,48 @@
+# The two commands of the README: `make book` and `make test`. Each creates .venv from
+# requirements.txt when it is missing (or older than requirements.txt / pyproject.toml).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+BOOK   := _build/html/index.html
+
+.PHONY: book test venv lab notebooks serve clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+## Build the HTML book (from the committed, executed notebooks) and say where to open it.
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --builder html -W --keep-going
+	@echo ""
+	@echo "The book is built. Open $(abspath $(BOOK)) in a browser,"
+	@echo "or run 'make serve' and visit http://127.0.0.1:8000/"
+
+## Every test: pytest on tests/ (the book build with -W included), normlib's doctests,
+## and nbval on every chapter notebook in a fresh kernel.
+test: $(STAMP)
+	$(PY) -m pytest tests normlib chapters --doctest-modules \
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+## Open the chapters in JupyterLab.
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab chapters/
+
+## Re-execute every chapter notebook in place (after editing one), storing outputs.
+notebooks: $(STAMP)
+	$(PY) tools/execute_notebooks.py
+
+serve: $(BOOK)
+	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000
+
+$(BOOK):
+	$(MAKE) book
+
+clean:
+	rm -rf _build

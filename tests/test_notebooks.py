@@ -1,0 +1,66 @@
+"""The Korean and English chapters are pairs: same file names, same code, same text outputs;
+and every chapter notebook is committed executed."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KO, EN = ROOT / "chapters" / "ko", ROOT / "chapters" / "en"
+NAMES = sorted(p.name for p in KO.glob("*.ipynb"))
+LANG_CELL = re.compile(r'^\s*LANG\s*=\s*["\'](ko|en)["\']\s*$')
+
+
+def strip_comments(source: str) -> str:
+    """The code without comments and blank lines (comments may be translated)."""
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.COMMENT]
+    code = tokenize.untokenize(tokens)
+    return "\n".join(line.rstrip() for line in code.splitlines() if line.strip())
+
+
+def code_cells(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    return [c for c in nb.cells if c.cell_type == "code" and not LANG_CELL.match(c.source)]
+
+
+def text_outputs(cell) -> list[str]:
+    out = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif o.output_type in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
+            out.append(o.data["text/plain"])
+        elif o.output_type == "error":
+            out.append(f"{o.ename}: {o.evalue}")
+    return out
+
+
+def test_there_are_chapters_in_both_languages():
+    assert NAMES, "no chapter notebooks under chapters/ko"
+    assert NAMES == sorted(p.name for p in EN.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pair_has_the_same_code_and_outputs(name):
+    ko, en = code_cells(KO / name), code_cells(EN / name)
+    assert len(ko) == len(en), f"{name}: {len(ko)} code cells in Korean, {len(en)} in English"
+    for i, (a, b) in enumerate(zip(ko, en)):
+        assert strip_comments(a.source) == strip_comments(b.source), f"{name}: code cell {i} differs"
+        assert text_outputs(a) == text_outputs(b), f"{name}: outputs of code cell {i} differ"
+
+
+@pytest.mark.parametrize("path", sorted(KO.glob("*.ipynb")) + sorted(EN.glob("*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_is_committed_executed(path):
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert cells, f"{path.name} has no code"
+    counts = [c.execution_count for c in cells]
+    assert all(isinstance(n, int) for n in counts), f"{path.name}: unexecuted cells {counts}"
+    assert counts == sorted(counts), f"{path.name}: cells were run out of order {counts}"
+    assert not any(o.output_type == "error" for c in cells for o in c.outputs), f"{path.name} stored an error"
