@@ -82,26 +82,24 @@ def _raised(call):
     return info.value
 
 
+def _assert_raises_like_torch(torch_call, normlib_call, must_contain):
+    theirs, ours = _raised(torch_call), _raised(normlib_call)
+    # code written against torch catches normlib's exception
+    assert isinstance(ours, type(theirs)), f"torch raised {type(theirs).__name__}, normlib {type(ours).__name__}: {ours}"
+    for needle in must_contain:
+        assert needle in str(ours), f"message lacks {needle!r}: {ours}"
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_functional_raises_like_torch(case):
     _, call, must_contain = case
-    theirs = _raised(lambda: call(TF))
-    ours = _raised(lambda: call(NF))
-    # code written against torch catches normlib's exception
-    assert isinstance(ours, type(theirs)), f"torch raised {type(theirs).__name__}, normlib {type(ours).__name__}: {ours}"
-    message = str(ours)
-    for needle in must_contain:
-        assert needle in message, f"message lacks {needle!r}: {message}"
+    _assert_raises_like_torch(lambda: call(TF), lambda: call(NF), must_contain)
 
 
 @pytest.mark.parametrize("case", MODULE_CASES, ids=[c[0] for c in MODULE_CASES])
 def test_modules_raise_like_torch(case):
     _, call, must_contain = case
-    theirs = _raised(lambda: call(tnn))
-    ours = _raised(lambda: call(normlib))
-    assert isinstance(ours, type(theirs)), f"torch raised {type(theirs).__name__}, normlib {type(ours).__name__}: {ours}"
-    for needle in must_contain:
-        assert needle in str(ours), f"message lacks {needle!r}: {ours}"
+    _assert_raises_like_torch(lambda: call(tnn), lambda: call(normlib), must_contain)
 
 
 def test_normalized_shape_must_be_ints():
