@@ -78,6 +78,12 @@ def _per_channel(t: Tensor, ndim: int, dtype: torch.dtype) -> Tensor:
     return t.to(dtype).reshape(1, -1, *([1] * (ndim - 2)))
 
 
+def _affine_per_channel(x_hat: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> Tensor:
+    """γ and β with one value per channel (BatchNorm, InstanceNorm, GroupNorm), broadcast over (N, C, *)."""
+    view = lambda t: None if t is None else _per_channel(t, x_hat.dim(), x_hat.dtype)
+    return _affine(x_hat, view(weight), view(bias))
+
+
 def _moments(x: Tensor, s: Sharing) -> Tuple[Tensor, Tensor]:
     """Mean and population variance over the elements ``s`` pools, in two passes.
 
@@ -248,10 +254,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         mean = _per_channel(running_mean, x.dim(), dtype)
         var = _per_channel(running_var, x.dim(), dtype)
     x_hat = (x - mean) * torch.rsqrt(var + eps)
-    y = _affine(x_hat,
-                None if weight is None else _per_channel(weight, x.dim(), dtype),
-                None if bias is None else _per_channel(bias, x.dim(), dtype))
-    return y.to(input.dtype)
+    return _affine_per_channel(x_hat, weight, bias).to(input.dtype)
 
 
 def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_var: Optional[Tensor] = None,
@@ -302,10 +305,7 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_
         mean = _per_channel(running_mean, x.dim(), dtype)
         var = _per_channel(running_var, x.dim(), dtype)
     x_hat = (x - mean) * torch.rsqrt(var + eps)
-    y = _affine(x_hat,
-                None if weight is None else _per_channel(weight, x.dim(), dtype),
-                None if bias is None else _per_channel(bias, x.dim(), dtype))
-    return y.to(input.dtype)
+    return _affine_per_channel(x_hat, weight, bias).to(input.dtype)
 
 
 # --------------------------------------------------------------------------- GroupNorm
@@ -339,7 +339,4 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     x = input.to(dtype).reshape(s.view_shape)
     mean, var = _moments(x, s)
     x_hat = ((x - mean) * torch.rsqrt(var + eps)).reshape(input.shape)
-    y = _affine(x_hat,
-                None if weight is None else _per_channel(weight, input.dim(), dtype),
-                None if bias is None else _per_channel(bias, input.dim(), dtype))
-    return y.to(input.dtype)
+    return _affine_per_channel(x_hat, weight, bias).to(input.dtype)

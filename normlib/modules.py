@@ -43,7 +43,7 @@ def _reset_affine(module: nn.Module) -> None:
     """γ ← 1, β ← 0: the layer starts as a pure normalization."""
     if module.weight is not None:
         nn.init.ones_(module.weight)
-    if getattr(module, "bias", None) is not None:
+    if module.bias is not None:
         nn.init.zeros_(module.bias)
 
 

@@ -3,7 +3,6 @@ table of contents comes out as HTML."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
