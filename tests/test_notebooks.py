@@ -64,3 +64,20 @@ def test_notebook_is_committed_executed(path):
     assert all(isinstance(n, int) for n in counts), f"{path.name}: unexecuted cells {counts}"
     assert counts == sorted(counts), f"{path.name}: cells were run out of order {counts}"
     assert not any(o.output_type == "error" for c in cells for o in c.outputs), f"{path.name} stored an error"
+
+
+@pytest.mark.parametrize("path", sorted(KO.glob("*.ipynb")) + sorted(EN.glob("*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_prints_no_warnings(path):
+    """A warning in a chapter (a missing glyph, a deprecation) is something a reader should not see."""
+    nb = nbformat.read(path, as_version=4)
+    stderr = [o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "stream" and o.name == "stderr"]
+    assert not stderr, f"{path.name} printed to stderr: {stderr[0][:300]}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_page_links_to_its_counterpart(name):
+    for lang, other in (("ko", "en"), ("en", "ko")):
+        nb = nbformat.read(ROOT / "chapters" / lang / name, as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "markdown")
+        assert f"(../{other}/{name})" in first.source, f"{lang}/{name}: no link to ../{other}/{name} in its first cell"

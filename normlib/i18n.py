@@ -1,0 +1,75 @@
+"""The Korean and English strings that normlib shows to readers (figure labels, legends).
+
+Code in the chapters is the same in both languages; only ``LANG`` differs, and every
+string a reader sees goes through :func:`text`.
+
+>>> text("sample", "ko"), text("sample", "en")
+('샘플', 'sample')
+>>> text("sample", "fr")
+Traceback (most recent call last):
+    ...
+ValueError: lang must be one of 'ko', 'en'; got 'fr'
+"""
+
+from __future__ import annotations
+
+__all__ = ["LANGS", "STRINGS", "check_lang", "text"]
+
+LANGS = ("ko", "en")
+
+# key: (Korean, English)
+_PAIRS = {
+    "sample": ("샘플", "sample"),
+    "feature": ("특성", "feature"),
+    "layer": ("층", "layer"),
+    "step": ("학습 단계", "training step"),
+    "loss": ("손실", "loss"),
+    "activation": ("활성값", "activation"),
+    "count": ("개수", "count"),
+    "input": ("입력", "input"),
+    "normalized": ("정규화 결과", "normalized"),
+    "no_norm": ("정규화 없음", "no normalization"),
+    "with_batch": ("BatchNorm 사용", "with BatchNorm"),
+    "with_layer": ("LayerNorm 사용", "with LayerNorm"),
+    "std_per_layer": ("층별 활성값 표준편차", "std of activations per layer"),
+    "batch_shares": ("BatchNorm: 같은 색 = 평균·분산 공유 (열 단위)", "BatchNorm: same colour = one mean and variance (per column)"),
+    "layer_shares": ("LayerNorm: 같은 색 = 평균·분산 공유 (행 단위)", "LayerNorm: same colour = one mean and variance (per row)"),
+    "rms_shares": ("RMSNorm: 같은 색 = 제곱평균 공유 (행 단위)", "RMSNorm: same colour = one mean square (per row)"),
+    "instance_shares": ("InstanceNorm: 같은 색 = 평균·분산 공유", "InstanceNorm: same colour = one mean and variance"),
+    "group_shares": ("GroupNorm: 같은 색 = 평균·분산 공유", "GroupNorm: same colour = one mean and variance"),
+    "offset": ("데이터의 오프셋 (평균값)", "offset of the data (its mean)"),
+    "rel_error_var": ("분산의 상대 오차", "relative error of the variance"),
+    "naive": ("E[x²] − E[x]² (단순 공식)", "E[x²] − E[x]² (naive)"),
+    "two_pass": ("두 번 읽기 (two-pass)", "two-pass"),
+    "welford": ("Welford (한 번 읽기)", "Welford (one pass)"),
+    "input_scale": ("입력의 크기 (표준편차)", "scale of the input (its std)"),
+    "max_abs_diff": ("최대 절대 차이", "max abs difference"),
+    "eps": ("eps", "eps"),
+    "input_offset": ("입력의 오프셋 (평균)", "offset of the input (its mean)"),
+    "rms_vs_layer": ("RMSNorm과 LayerNorm의 차이", "RMSNorm vs LayerNorm"),
+    "variant_vs_torch": ("x/(rms+eps)와 nn.RMSNorm의 차이", "x/(rms+eps) vs nn.RMSNorm"),
+    "stdeps_vs_torch": ("(x−μ)/(σ+eps)와 nn.LayerNorm의 차이", "(x−μ)/(σ+eps) vs nn.LayerNorm"),
+    "train_mode": ("학습 모드 (배치 통계)", "training mode (batch statistics)"),
+    "eval_mode": ("평가 모드 (누적 통계)", "evaluation mode (running statistics)"),
+}
+
+STRINGS = {
+    "ko": {key: pair[0] for key, pair in _PAIRS.items()},
+    "en": {key: pair[1] for key, pair in _PAIRS.items()},
+}
+
+
+def check_lang(lang: str) -> str:
+    """Return ``lang`` if it is ``"ko"`` or ``"en"``; otherwise raise a ``ValueError`` naming both."""
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of 'ko', 'en'; got {lang!r}")
+    return lang
+
+
+def text(key: str, lang: str) -> str:
+    """The reader-facing string ``key`` in ``lang`` (``"ko"`` or ``"en"``)."""
+    check_lang(lang)
+    try:
+        return STRINGS[lang][key]
+    except KeyError:
+        raise KeyError(f"no string {key!r}; known keys: {', '.join(sorted(STRINGS[lang]))}") from None
