@@ -30,8 +30,19 @@ def code_cells(path: Path):
 
 
 def text_outputs(cell) -> list[str]:
-    out = []
+    """The cell's text outputs; consecutive chunks of one stream are joined (a kernel may flush
+    one print in several pieces, differently from run to run)."""
+    out: list[str] = []
+    previous = None
     for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            if previous == o.name:
+                out[-1] += o.text
+            else:
+                out.append(o.text)
+            previous = o.name
+            continue
+        previous = None
         if o.output_type == "stream":
             out.append(o.text)
         elif o.output_type in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):

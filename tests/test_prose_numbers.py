@@ -1,5 +1,8 @@
 """Every number quoted in a chapter's prose was printed (or written in code) by a cell before it.
 
+(A parameter the prose announces, such as "eps = 1e-6", may instead be set in the source of the
+very next code cell; a *result* must come from an earlier cell's output.)
+
 A quoted number is any decimal or scientific number in a Markdown cell (0.67, −1.34, 7e-5,
 2.2×10⁻⁸ is not used in the prose). It counts as printed when some earlier code cell's source
 or text output holds a number that rounds to it at the precision quoted: "0.67" is backed by a
@@ -71,7 +74,10 @@ def test_every_quoted_number_was_computed_before(path):
             words = [mystnb.get("figure", {}).get("caption", ""), mystnb.get("image", {}).get("alt", "")]
             missing += [f"caption/alt of cell {index}: {t}" for w in words for t in quoted(w) if not backed(t, seen)]
         elif cell.cell_type == "markdown":
-            missing += [f"cell {index}: {t}" for t in quoted(cell.source) if not backed(t, seen)]
+            # a parameter the prose announces may be set by the very next code cell
+            following = next((c for c in nb.cells[index + 1:] if c.cell_type == "code"), None)
+            upcoming = numbers_in(following.source) if following is not None else []
+            missing += [f"cell {index}: {t}" for t in quoted(cell.source) if not backed(t, seen + upcoming)]
     assert not missing, f"{path.parent.name}/{path.name}: numbers in the prose that no earlier cell printed: {missing}"
 
 
