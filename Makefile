@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test venv lab notebooks serve clean
+.PHONY: book test venv lab chapters notebooks serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,12 @@ test: $(STAMP)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab chapters/
 
-## Re-execute every chapter notebook in place (after editing one), storing outputs.
+## Regenerate the ko/en notebook pairs from chapters/src/*.md and execute them (CH=03_batchnorm for one).
+chapters: $(STAMP)
+	$(PY) tools/build_chapters.py $(CH)
+	$(PY) tools/execute_notebooks.py $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
+
+## Re-execute every chapter notebook in place, storing outputs.
 notebooks: $(STAMP)
 	$(PY) tools/execute_notebooks.py
 

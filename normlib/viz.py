@@ -13,6 +13,7 @@ and returns the data it coloured, so tests can check the picture against the ari
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -52,11 +53,11 @@ def korean_font() -> Optional[str]:
     NanumGothic comes with the ``koreanize-matplotlib`` package (in requirements.txt); only
     its font file is used, none of its automatic settings.
     """
-    try:
-        import koreanize_matplotlib  # noqa: F401  (imported for its bundled font files)
-    except ImportError:  # pragma: no cover - requirements.txt installs it
+    # Found, not imported: importing it would change matplotlib's settings on its own.
+    spec = importlib.util.find_spec("koreanize_matplotlib")
+    if spec is None or spec.origin is None:  # pragma: no cover - requirements.txt installs it
         return None
-    path = Path(koreanize_matplotlib.__file__).parent / "fonts" / "NanumGothic.ttf"
+    path = Path(spec.origin).parent / "fonts" / "NanumGothic.ttf"
     if not path.exists():  # pragma: no cover
         return None
     font_manager.fontManager.addfont(str(path))

@@ -3,6 +3,7 @@ table of contents comes out as HTML."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,8 +44,39 @@ def test_every_toc_page_is_built(built_book):
         assert page.stat().st_size > 1000
 
 
+def chapter_pages(built_book):
+    return sorted((built_book / "chapters").glob("*/*.html"))
+
+
 def test_chapter_pages_carry_their_outputs(built_book):
-    html = (built_book / "chapters" / "en" / "01_why_normalize.html").read_text(encoding="utf-8")
-    assert "max abs difference" in html   # the stored outputs made it into the page
-    html_ko = (built_book / "chapters" / "ko" / "01_why_normalize.html").read_text(encoding="utf-8")
-    assert "배치 정규화" in html_ko
+    html = (built_book / "chapters" / "en" / "03_batchnorm.html").read_text(encoding="utf-8")
+    assert "max abs difference normlib vs nn.BatchNorm1d" in html   # the stored outputs made it in
+    html_ko = (built_book / "chapters" / "ko" / "03_batchnorm.html").read_text(encoding="utf-8")
+    assert "배치 정규화" in html_ko and "누적 통계" in html_ko
+
+
+def test_every_chapter_page_has_math_figures_with_captions_and_its_counterpart_link(built_book):
+    pages = chapter_pages(built_book)
+    assert len(pages) == 10, [p.name for p in pages]
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        lang, other = page.parent.name, {"ko": "en", "en": "ko"}[page.parent.name]
+        assert 'class="math' in html, f"{lang}/{page.name}: no math"
+        assert "mathjax" in html.lower(), f"{lang}/{page.name}: MathJax is not loaded"
+        images = re.findall(r"<img [^>]*>", html)
+        output_images = [i for i in images if "_images/" in i]
+        assert output_images, f"{lang}/{page.name}: no figure"
+        assert all(re.search(r'alt="[^"]{20,}"', i) for i in output_images), f"{lang}/{page.name}: an image without alt text"
+        assert html.count("<figcaption") >= len(output_images), f"{lang}/{page.name}: a figure without a caption"
+        assert f'href="../{other}/{page.name}"' in html, f"{lang}/{page.name}: no link to ../{other}/{page.name}"
+
+
+def test_landing_page_offers_both_languages_and_the_glossary(built_book):
+    html = (built_book / "index.html").read_text(encoding="utf-8")
+    for lang in ("ko", "en"):
+        for stem in ("01_why_normalize", "05_rmsnorm"):
+            assert f'href="chapters/{lang}/{stem}.html"' in html, (lang, stem)
+    assert 'href="glossary.html"' in html
+    glossary = (built_book / "glossary.html").read_text(encoding="utf-8")
+    for pair in (("모분산", "population variance"), ("스케일링과 이동", "scale and shift"), ("정규화", "normalization")):
+        assert all(word in glossary for word in pair), pair

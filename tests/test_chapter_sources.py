@@ -1,0 +1,107 @@
+"""The chapter notebooks are generated from chapters/src/*.md (tools/build_chapters.py), every
+figure they draw has a caption and alt text in the page's language, and every chapter ends
+with exercises whose solutions are collapsed."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import build_chapters  # noqa: E402
+
+STEMS = build_chapters.stems()
+
+
+def _shape(nb):
+    return [(c.cell_type, c.source, c.metadata.get("tags", []), c.metadata.get("mystnb", {})) for c in nb.cells]
+
+
+def test_every_source_has_its_pair_and_no_notebook_lacks_a_source():
+    assert STEMS, "no chapter sources in chapters/src"
+    for lang in build_chapters.LANGS:
+        assert sorted(p.stem for p in (ROOT / "chapters" / lang).glob("*.ipynb")) == STEMS, lang
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_notebooks_match_their_source(stem):
+    blocks = build_chapters.parse((build_chapters.SRC / f"{stem}.md").read_text(encoding="utf-8"), stem)
+    for lang in build_chapters.LANGS:
+        expected = build_chapters.notebook(blocks, stem, lang)
+        committed = nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4)
+        assert _shape(committed) == _shape(expected), (
+            f"chapters/{lang}/{stem}.ipynb differs from chapters/src/{stem}.md: "
+            "run `make chapters` (or edit the source, not the notebook)")
+
+
+def _has_hangul(text: str) -> bool:
+    return any("\uac00" <= ch <= "\ud7a3" for ch in text)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+@pytest.mark.parametrize("lang", build_chapters.LANGS)
+def test_every_figure_has_a_caption_and_alt_text_in_its_language(stem, lang):
+    nb = nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4)
+    figures = 0
+    for index, cell in enumerate(nb.cells):
+        images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        if not images:
+            continue
+        figures += 1
+        assert len(images) == 1, f"{lang}/{stem} cell {index}: one figure per cell, so one caption fits"
+        meta = cell.metadata.get("mystnb", {})
+        caption, alt = meta.get("figure", {}).get("caption", ""), meta.get("image", {}).get("alt", "")
+        assert len(caption) > 20 and len(alt) > 20, f"{lang}/{stem} cell {index}: caption {caption!r}, alt {alt!r}"
+        assert _has_hangul(caption) == _has_hangul(alt) == (lang == "ko"), f"{lang}/{stem} cell {index}: wrong language"
+    assert figures, f"{lang}/{stem} draws no figure"
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_chapter_closes_with_exercises_and_collapsed_solutions(stem):
+    for lang, heading in (("ko", "## 연습 문제"), ("en", "## Exercises")):
+        nb = nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4)
+        at = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and heading in c.source]
+        assert at, f"{lang}/{stem}: no '{heading}' section"
+        questions = sum(1 for line in nb.cells[at[-1]].source.splitlines() if line[:3] in ("1. ", "2. ", "3. ", "4. "))
+        solutions = [c for c in nb.cells[at[-1]:] if c.cell_type == "code"]
+        assert 2 <= questions <= 4, f"{lang}/{stem}: {questions} exercises"
+        assert len(solutions) == questions, f"{lang}/{stem}: {questions} exercises, {len(solutions)} solutions"
+        for c in solutions:
+            assert "hide-cell" in c.metadata.get("tags", []) and c.metadata.get("jupyter", {}).get("source_hidden")
+
+
+def test_korean_prose_gives_the_english_term_at_first_use():
+    # "Korean first with the English term in parentheses at first use", for the core terms
+    terms = {"정규화": "normalization", "평균": "mean", "분산": "variance"}
+    for stem in STEMS:
+        nb = nbformat.read(ROOT / "chapters" / "ko" / f"{stem}.ipynb", as_version=4)
+        # headings (the chapter title) are not "use in a sentence"
+        text = "\n".join(line for c in nb.cells if c.cell_type == "markdown"
+                         for line in c.source.splitlines() if not line.startswith("#"))
+        for korean, english in terms.items():
+            if korean in text:  # every page, since a reader may land on any of them
+                first = text.index(korean)
+                window = text[first:first + len(korean) + 50]
+                assert re.search(r"\([^)]*" + english, window, re.IGNORECASE), (stem, korean, window)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("stray text\n<!-- ko -->\n# t", "text before the first"),
+    ("<!-- ko -->\n# t\n<!-- fr -->\nx", "unknown block kind 'fr'"),
+    ("<!-- ko -->\n# t\n<!-- caption -->\nx", "caption needs 'ko' or 'en'"),
+    ("<!-- ko -->\n# t\n<!-- code -->\n", "empty code block"),
+])
+def test_source_errors_name_the_line_and_the_problem(bad, message):
+    with pytest.raises(build_chapters.SourceError, match=message):
+        build_chapters.parse(bad, "x.md")
+
+
+def test_language_comments_go_to_their_language_only():
+    body = "a = 1  # shared\n#ko: 한국어 설명\n#en: English note\nb = 2"
+    assert build_chapters.code_for(body, "ko") == "a = 1  # shared\n# 한국어 설명\nb = 2"
+    assert build_chapters.code_for(body, "en") == "a = 1  # shared\n# English note\nb = 2"
