@@ -105,3 +105,29 @@ def test_language_comments_go_to_their_language_only():
     body = "a = 1  # shared\n#ko: 한국어 설명\n#en: English note\nb = 2"
     assert build_chapters.code_for(body, "ko") == "a = 1  # shared\n# 한국어 설명\nb = 2"
     assert build_chapters.code_for(body, "en") == "a = 1  # shared\n# English note\nb = 2"
+
+
+def _broken_bold(line: str) -> list[str]:
+    """CommonMark will not close "**(mean)**을" (a closing ** after punctuation and before a
+    letter) nor open "는**(…": common in Korean, where particles follow without a space."""
+    line = re.sub(r"`[^`]*`", "``", line)
+    bad = []
+    for k, m in enumerate(re.finditer(r"\*\*", line)):
+        before = line[m.start() - 1] if m.start() else " "
+        after = line[m.end()] if m.end() < len(line) else " "
+        punct = lambda ch: not ch.isspace() and not ch.isalnum()
+        if k % 2 == 1 and punct(before) and after.isalnum():
+            bad.append(line[max(0, m.start() - 20):m.end() + 3])
+        if k % 2 == 0 and before.isalnum() and punct(after):
+            bad.append(line[max(0, m.start() - 3):m.end() + 20])
+    return bad
+
+
+def test_bold_text_renders_in_korean():
+    assert _broken_bold("결국 **평균(mean)**을") and not _broken_bold("결국 **평균**(mean)을")
+    texts = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "index.md", ROOT / "glossary.md")}
+    for path in sorted((ROOT / "chapters").glob("[a-z][a-z]/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        texts[f"{path.parent.name}/{path.name}"] = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    bad = [(name, b) for name, text in texts.items() for line in text.splitlines() for b in _broken_bold(line)]
+    assert not bad, bad

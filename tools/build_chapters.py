@@ -98,7 +98,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
                 lines = body.splitlines()
                 if not lines or not lines[0].startswith("# "):
                     raise SourceError(f"{stem}: the first {lang} block must start with a '# ' title")
-                lines.insert(1, f"\n🌐 [{label}](../{other}/{stem}.ipynb)")
+                lines.insert(1, f"\n[{label} →](../{other}/{stem}.ipynb)")
                 body = "\n".join(lines)
                 cells.append(nbformat.v4.new_markdown_cell(body))
                 cells.append(nbformat.v4.new_code_cell(f'LANG = "{lang}"'))
