@@ -107,6 +107,10 @@ def test_language_comments_go_to_their_language_only():
     assert build_chapters.code_for(body, "en") == "a = 1  # shared\n# English note\nb = 2"
 
 
+def _punct(ch: str) -> bool:
+    return not ch.isspace() and not ch.isalnum()
+
+
 def _broken_bold(line: str) -> list[str]:
     """CommonMark will not close "**(mean)**을" (a closing ** after punctuation and before a
     letter) nor open "는**(…": common in Korean, where particles follow without a space."""
@@ -115,10 +119,9 @@ def _broken_bold(line: str) -> list[str]:
     for k, m in enumerate(re.finditer(r"\*\*", line)):
         before = line[m.start() - 1] if m.start() else " "
         after = line[m.end()] if m.end() < len(line) else " "
-        punct = lambda ch: not ch.isspace() and not ch.isalnum()
-        if k % 2 == 1 and punct(before) and after.isalnum():
+        if k % 2 == 1 and _punct(before) and after.isalnum():
             bad.append(line[max(0, m.start() - 20):m.end() + 3])
-        if k % 2 == 0 and before.isalnum() and punct(after):
+        if k % 2 == 0 and before.isalnum() and _punct(after):
             bad.append(line[max(0, m.start() - 3):m.end() + 20])
     return bad
 
