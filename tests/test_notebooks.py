@@ -43,9 +43,7 @@ def text_outputs(cell) -> list[str]:
             previous = o.name
             continue
         previous = None
-        if o.output_type == "stream":
-            out.append(o.text)
-        elif o.output_type in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
+        if o.output_type in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
             out.append(o.data["text/plain"])
         elif o.output_type == "error":
             out.append(f"{o.ename}: {o.evalue}")

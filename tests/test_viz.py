@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from normlib import axes, examples, functional as F, i18n, viz  # noqa: E402
+from test_chapter_sources import _has_hangul as has_hangul  # noqa: E402
 
 
 # -- colour blindness ---------------------------------------------------------------------------
@@ -148,7 +149,7 @@ def test_every_string_exists_in_both_languages_and_is_not_empty():
 
 
 def test_korean_strings_are_korean_and_keep_out_of_mathtext():
-    hangul = [k for k, v in i18n.STRINGS["ko"].items() if any("\uac00" <= ch <= "\ud7a3" for ch in v)]
+    hangul = [k for k, v in i18n.STRINGS["ko"].items() if has_hangul(v)]
     assert len(hangul) >= len(i18n.STRINGS["ko"]) - 3  # only names like "eps" stay untranslated
     # mathtext uses only the first font (DejaVu Sans, no Hangul): a "$" beside Hangul would break
     assert not [v for v in i18n.STRINGS["ko"].values() if "$" in v]
