@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import matplotlib
-
 import matplotlib.pyplot as plt
 import torch
 from matplotlib import font_manager
@@ -131,12 +130,15 @@ def table_figure(
         raise ValueError(f"{n} rows and {c} columns need as many names; got {len(row_names)} and {len(column_names)}")
     if method == "batch":
         share = _axes.sharing("batch", (n, c))
-        values = _F.batch_norm(x, None, None, training=True, eps=eps)
     else:
         share = _axes.sharing(method, (n, c), normalized_shape=c)
-        values = (_F.layer_norm if method == "layer" else _F.rms_norm)(x, (c,), eps=eps)
     groups = share.labels()
-    shown = x if show == "input" else values
+    if show == "input":
+        shown = x
+    elif method == "batch":
+        shown = _F.batch_norm(x, None, None, training=True, eps=eps)
+    else:
+        shown = (_F.layer_norm if method == "layer" else _F.rms_norm)(x, (c,), eps=eps)
     if ax is None:
         fig, ax = plt.subplots(figsize=(0.9 * c + 1.2, 0.5 * n + 1.0))
     else:

@@ -45,7 +45,8 @@ def half_ulp(token: str) -> tuple[float, float]:
 
 def backed(token: str, seen: list[float]) -> bool:
     value, tol = half_ulp(token)
-    return any(abs(v - value) <= tol * (1 + 1e-9) or abs(abs(v) - abs(value)) <= tol * (1 + 1e-9) for v in seen)
+    # by magnitude: the prose may quote |−1.34| as "differs by 1.34"
+    return any(abs(abs(v) - abs(value)) <= tol * (1 + 1e-9) for v in seen)
 
 
 def numbers_in(text: str) -> list[float]:
