@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test venv lab chapters notebooks serve clean
+.PHONY: book test venv assets lab chapters notebooks serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,23 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 ## Build the HTML book (from the committed, executed notebooks) and say where to open it.
+## The build itself vendors MathJax, RequireJS, the widget manager and the Korean web font
+## (tools/vendor_assets.py, a Sphinx extension of the book: npm ci when needed), so the book
+## loads nothing from other hosts.
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --builder html -W --keep-going
 	@echo ""
 	@echo "The book is built. Open $(abspath $(BOOK)) in a browser,"
 	@echo "or run 'make serve' and visit http://127.0.0.1:8000/"
+	@if grep -q "_static/offline/nanum-gothic.css" $(BOOK); then \
+		echo "It loads nothing from other hosts (MathJax, widgets and the Korean font are in _static/offline/)."; \
+	else \
+		echo "It loads MathJax, require.js and the widget manager from CDNs (no npm, see above): it needs a network."; \
+	fi
+
+## Only vendor the book's browser assets (npm ci when needed, copy into book_assets/) and print their sizes.
+assets: $(STAMP)
+	$(PY) tools/vendor_assets.py
 
 ## Every test: pytest on tests/ (the book build with -W included), normlib's doctests,
 ## and nbval on every chapter notebook in a fresh kernel.
@@ -50,4 +62,4 @@ $(BOOK):
 	$(MAKE) book
 
 clean:
-	rm -rf _build
+	rm -rf _build book_assets

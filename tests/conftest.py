@@ -18,9 +18,13 @@ float64 truth (``test_functional.py::test_large_offset_float32`` measures both).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -98,3 +102,55 @@ def assert_close_elementwise(ours: torch.Tensor, ref: torch.Tensor, allowance, w
 def seeded():
     torch.manual_seed(0)
     yield
+
+
+# --- The HTML book (tests/test_book.py, test_offline_book.py, test_browser.py) ----------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def toc_docnames() -> list[str]:
+    """Every page of _toc.yml, root first, in the order of the table of contents."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return files
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> Path:
+    """The book built once per session with -W, as `make book` does, into a temporary folder.
+
+    The build vendors the browser assets itself (tools/vendor_assets.py is a Sphinx extension of
+    the book: npm ci when node_modules is missing or stale, then the copy into book_assets/)."""
+    jb = Path(sys.executable).parent / "jupyter-book"
+    if not jb.exists():
+        pytest.fail(f"jupyter-book is not installed next to {sys.executable}; run the README's setup")
+    out = tmp_path_factory.mktemp("book")
+    result = subprocess.run(
+        [str(jb), "build", str(ROOT), "--builder", "html", "-W", "--keep-going", "--path-output", str(out)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail("jupyter-book build -W failed:\n" + result.stdout[-4000:] + result.stderr[-4000:])
+    return out / "_build" / "html"
+
+
+def running_in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def offline_book(built_book) -> Path:
+    """The built book, provided its browser assets were vendored (npm was available).
+
+    Without npm the book falls back to CDNs by design; then the offline tests skip on a
+    developer's machine and fail on CI (CI=true), where npm is expected."""
+    if not (built_book / "_static" / "offline" / "VENDORED.txt").exists():
+        msg = ("the book's browser assets were not vendored (npm missing or npm ci failed; see the "
+               "build output), so the book loads MathJax, require.js and the widget manager from CDNs")
+        if running_in_ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return built_book

@@ -1,14 +1,12 @@
 """The book builds with Jupyter Book 1 with warnings treated as errors, and every page in the
-table of contents comes out as HTML."""
+table of contents comes out as HTML. (The `built_book` fixture is in conftest.py, shared with
+test_offline_book.py and test_browser.py.)"""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,21 +18,6 @@ def toc_files() -> list[str]:
     for part in toc.get("parts", []):
         files += [c["file"] for c in part.get("chapters", [])]
     return files
-
-
-@pytest.fixture(scope="session")
-def built_book(tmp_path_factory) -> Path:
-    jb = Path(sys.executable).parent / "jupyter-book"
-    if not jb.exists():
-        pytest.fail(f"jupyter-book is not installed next to {sys.executable}; run the README's setup")
-    out = tmp_path_factory.mktemp("book")
-    result = subprocess.run(
-        [str(jb), "build", str(ROOT), "--builder", "html", "-W", "--keep-going", "--path-output", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )
-    if result.returncode != 0:
-        pytest.fail("jupyter-book build -W failed:\n" + result.stdout[-4000:] + result.stderr[-4000:])
-    return out / "_build" / "html"
 
 
 def test_every_toc_page_is_built(built_book):

@@ -1,0 +1,248 @@
+"""Every page of the table of contents in a real headless Chromium, served from 127.0.0.1:
+
+- no JavaScript error (uncaught exceptions and console errors, the theme's included) and no
+  response with a status >= 400 (a missing local file);
+- no request to any host but the one serving the book (data: and blob: URLs aside); requests to
+  other hosts are recorded and aborted, so the test never depends on the network;
+- the math is typeset by MathJax (chapter pages have some; no TeX left raw, no MathJax error);
+- Korean text is drawn with the book's NanumGothic web font: the font is loaded, and Chromium
+  (asked through the DevTools protocol which fonts it used for each element's text) drew every
+  visible element holding Hangul with it, not with a font that has no Hangul (boxes);
+- pages that store Jupyter widget state render their widgets.
+
+A full-page screenshot of each page is saved to test-artifacts/browser/. Chromium is the system's
+(/usr/bin/chromium, which .ci/run installs) driven by Python Playwright; `playwright install` is
+never needed. Without Chromium or Playwright the tests skip, except on CI (CI=true), where they fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import ROOT, running_in_ci, toc_docnames
+
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+TIMEOUT_MS = 15_000
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+PAGES = toc_docnames()
+
+
+def unavailable(msg: str):
+    if running_in_ci():
+        pytest.fail(msg + " (CI=true: the browser tests must run)")
+    pytest.skip(msg)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def book_url(offline_book):
+    """The built book over HTTP on 127.0.0.1, a free port, for the whole session."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(offline_book)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} not found: install Chromium (apt-get install chromium) to run the browser tests")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("Python Playwright is not installed: pip install -r requirements.txt")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Visit:
+    docname: str
+    errors: list[str] = field(default_factory=list)       # JS errors and >= 400 responses
+    foreign: list[str] = field(default_factory=list)      # requests to other hosts
+    tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
+    facts: dict = field(default_factory=dict)             # what the page reported after loading
+
+
+MEASURE = """async ({ hasWidgets }) => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  if (hasWidgets) {
+    const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+    const deadline = Date.now() + 10000;
+    while (Date.now() < deadline &&
+           document.querySelectorAll('.widget-subarea > *').length < views) {
+      await new Promise(r => setTimeout(r, 100));
+    }
+  }
+  await document.fonts.ready;
+  const rawTex = Array.from(document.querySelectorAll('.math'))
+    .filter(e => !e.querySelector('mjx-container') && /\\\\[(\\[]|\\$\\$|\\\\begin\\{/.test(e.textContent))
+    .map(e => e.textContent.trim().slice(0, 60));
+  const nanum = Array.from(document.fonts).filter(f => f.family.replace(/["']/g, '') === 'NanumGothic');
+  return {
+    mathElements: document.querySelectorAll('.math').length,
+    mjx: document.querySelectorAll('mjx-container').length,
+    mathErrors: Array.from(document.querySelectorAll('mjx-merror')).map(e => e.textContent.slice(0, 60)),
+    rawTex,
+    koreanText: (document.body.innerText.match(/[\\uac00-\\ud7a3]/g) || []).length,
+    nanumLoaded: nanum.some(f => f.status === 'loaded'),
+    nanumCheck: document.fonts.check('16px NanumGothic', '가'),
+    widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+    widgetAreas: document.querySelectorAll('.widget-subarea').length,
+    widgetElements: document.querySelectorAll('.widget-subarea [class*="widget-"]').length,
+  };
+}"""
+
+
+MARK_HANGUL = """() => {
+  const texts = [];
+  for (const e of document.querySelectorAll('body *')) {
+    if (texts.length >= 400) break;
+    const own = Array.from(e.childNodes).filter(c => c.nodeType === Node.TEXT_NODE).map(c => c.textContent).join('');
+    if (/[\\uac00-\\ud7a3]/.test(own) && e.getClientRects().length) {
+      e.setAttribute('data-hangul-probe', String(texts.length));
+      texts.push(own.trim().slice(0, 40));
+    }
+  }
+  return texts;
+}"""
+
+
+def hangul_without_web_font(page) -> list[str]:
+    """Texts of visible elements whose Hangul Chromium drew without NanumGothic (so as boxes on a
+    machine without a Korean system font). document.fonts cannot tell: a font can be loaded and
+    still not be used for a run of text."""
+    texts = page.evaluate(MARK_HANGUL)
+    if not texts:
+        return []
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-hangul-probe]"})["nodeIds"]
+        bad = []
+        for node in nodes:
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+            # No fonts: not drawn at all (scrolled away inside a box, collapsed).
+            if fonts and not any("nanum" in f["familyName"].lower() for f in fonts):
+                index = cdp.send("DOM.getAttributes", {"nodeId": node})["attributes"]
+                number = int(index[index.index("data-hangul-probe") + 1])
+                bad.append(f"{texts[number]!r} drawn with {', '.join(f['familyName'] for f in fonts)}")
+        return bad
+    finally:
+        cdp.detach()
+
+
+@pytest.fixture(scope="session")
+def visit(browser, book_url, offline_book):
+    """visit(docname) -> Visit, loading each page once per session."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    host = urlsplit(book_url).netloc
+
+    def elsewhere(url: str) -> bool:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host
+
+    # Recorded by the page's "request" listener below, then aborted: nothing leaves the machine.
+    context.route(elsewhere, lambda r: r.abort())
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    cache: dict[str, Visit] = {}
+
+    def load(docname: str) -> Visit:
+        if docname in cache:
+            return cache[docname]
+        v = Visit(docname)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+
+        def on_request(req):
+            parts = urlsplit(req.url)
+            if parts.scheme not in ("data", "blob") and parts.netloc != host:
+                v.foreign.append(req.url)
+
+        def on_request_failed(req):
+            if urlsplit(req.url).netloc == host:   # other hosts' requests are aborted on purpose
+                v.errors.append(f"request failed ({req.failure}): {req.url}")
+
+        page.on("request", on_request)
+        page.on("requestfailed", on_request_failed)
+        page.on("response", lambda r: r.status >= 400 and v.errors.append(f"HTTP {r.status}: {r.url}"))
+        page.on("pageerror", lambda e: v.errors.append(f"uncaught: {e}"))
+        page.on("console", lambda m: m.type == "error" and v.errors.append(
+            f"console.error: {m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})"))
+        html = (offline_book / f"{docname}.html").read_text(encoding="utf-8")
+        page.goto(f"{book_url}/{docname}.html", wait_until="load")
+        v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
+        v.tofu = hangul_without_web_font(page)
+        page.screenshot(path=str(ARTIFACTS / f"{screenshot_name(docname)}.png"), full_page=True)
+        page.close()
+        cache[docname] = v
+        return v
+
+    yield load
+    context.close()
+
+
+def screenshot_name(docname: str) -> str:
+    """chapters/ko/03_batchnorm -> ko_03_batchnorm; index -> index."""
+    parts = docname.split("/")
+    return "_".join(parts[1:] if parts[0] == "chapters" else parts)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_page_loads_cleanly_from_its_own_host(visit, docname):
+    v = visit(docname)
+    f = v.facts
+    problems = [f"request to another host: {u}" for u in v.foreign] + v.errors
+    if docname.startswith("chapters/") and f["mjx"] == 0:
+        problems.append("no typeset math (no mjx-container)")
+    if f["mathElements"] and not f["mjx"]:
+        problems.append(f"{f['mathElements']} math elements but nothing typeset")
+    problems += [f"TeX left raw: {t!r}" for t in f["rawTex"]]
+    problems += [f"MathJax error: {t!r}" for t in f["mathErrors"]]
+    if f["koreanText"] and not (f["nanumLoaded"] and f["nanumCheck"]):
+        problems.append(f"{f['koreanText']} Hangul characters but the NanumGothic web font is not loaded")
+    problems += [f"Hangul not in NanumGothic: {t}" for t in v.tofu]
+    assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
+
+
+def test_korean_pages_use_the_korean_web_font(visit):
+    korean = [d for d in PAGES if d.startswith("chapters/ko/")]
+    assert korean, "no Korean chapter in _toc.yml"
+    for docname in korean:
+        f = visit(docname).facts
+        assert f["koreanText"] > 100, f"{docname}: hardly any Hangul on the page"
+        assert f["nanumLoaded"], f"{docname}: NanumGothic did not load"
+
+
+def test_pages_with_widget_state_render_their_widgets(visit, offline_book):
+    with_state = [d for d in PAGES if WIDGET_STATE in (offline_book / f"{d}.html").read_text(encoding="utf-8")]
+    if not with_state:
+        pytest.skip("no page in _toc.yml stores Jupyter widget state yet")
+    for docname in with_state:
+        v = visit(docname)
+        f = v.facts
+        assert not v.errors and not v.foreign, f"{docname}: {v.errors + v.foreign}"
+        assert f["widgetViews"] > 0, f"{docname}: widget state but no widget view"
+        assert f["widgetAreas"] >= f["widgetViews"], \
+            f"{docname}: {f['widgetAreas']} of {f['widgetViews']} widget views rendered"
+        assert f["widgetElements"] >= f["widgetViews"], f"{docname}: widget areas without .widget-* elements"
