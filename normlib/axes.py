@@ -39,6 +39,8 @@ __all__ = [
     "layer_norm_axes",
     "rms_norm_axes",
     "as_normalized_shape",
+    "SEQUENCE_METHODS",
+    "sequence_sharing",
 ]
 
 METHODS = ("batch", "layer", "instance", "group", "rms")
@@ -298,3 +300,28 @@ def sharing(
     if num_groups is not None:
         raise NormInputError(f"method {method!r} takes no num_groups, got {num_groups!r}")
     return batch_norm_axes(shape) if method == "batch" else instance_norm_axes(shape)
+
+
+# For a sequence of token vectors ``(B, L, D)``: what the transformer chapter compares.
+SEQUENCE_METHODS = ("batch", "layer", "rms", "batch_dim0")
+
+
+def sequence_sharing(method: str, shape: Sequence[int]) -> Sharing:
+    """Which elements of a ``(B, L, D)`` token tensor share one statistic.
+
+    ``batch``: one statistic per feature ``d``, pooled over every sample and token ``(B, L)``
+    (what ``nn.BatchNorm1d`` does to ``x.transpose(1, 2)``). ``layer`` and ``rms``: one per
+    token, pooled over its ``D`` features. ``batch_dim0``: the slip of reducing over dim 0
+    only (``x.mean(dim=0)``), one statistic per (token position, feature), each pooling only
+    ``B`` numbers.
+
+    >>> [sequence_sharing(m, (2, 5, 8)).num_statistics for m in SEQUENCE_METHODS]
+    [8, 10, 10, 40]
+    """
+    shape = tuple(int(s) for s in shape)
+    if method not in SEQUENCE_METHODS:
+        raise NormInputError(f"method must be one of {SEQUENCE_METHODS} for a (B, L, D) tensor, got {method!r}")
+    if len(shape) != 3 or min(shape) < 1:
+        raise NormInputError(f"a sequence tensor has shape (B, L, D) with every size >= 1, got {_fmt(shape)}")
+    reduced = {"batch": (0, 1), "layer": (2,), "rms": (2,), "batch_dim0": (0,)}[method]
+    return Sharing("batch" if method == "batch_dim0" else method, shape, reduced)

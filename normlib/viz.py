@@ -9,6 +9,10 @@ and returns the data it coloured, so tests can check the picture against the ari
 >>> drawing.groups.tolist()          # cell (row, column) -> which statistic it shares
 [[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
 >>> viz.plt.close(drawing.fig)
+>>> block = viz.block_figure((2, 6, 2, 2), "group", "en", num_groups=3, which=4)
+>>> block.highlighted.sum().item(), block.labels.shape  # group 4 = sample 1, channels 2-3, 4 positions
+(8, torch.Size([2, 6, 4]))
+>>> viz.plt.close(block.fig)
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import matplotlib
+import matplotlib.collections
 import matplotlib.pyplot as plt
 import torch
 from matplotlib import font_manager
@@ -28,7 +33,11 @@ from . import examples as _examples
 from . import functional as _F
 from .i18n import check_lang, text
 
-__all__ = ["COLORS", "PALETTE", "setup", "korean_font", "TableDrawing", "table_figure"]
+__all__ = [
+    "COLORS", "PALETTE", "setup", "korean_font",
+    "TableDrawing", "table_figure",
+    "LAYOUTS", "BlockDrawing", "block_sharing", "block_figure",
+]
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common form of
 # colour blindness. tests/test_viz.py checks this under simulated protanopia, deuteranopia
@@ -161,3 +170,146 @@ def table_figure(
         ax.spines[side].set_visible(False)
     ax.set_title(text(_SHARES[method], lang), fontsize=10, pad=22)
     return TableDrawing(fig=fig, groups=groups, values=shown.detach().clone())
+
+
+# -- blocks: an image batch (N, C, H, W) or a token batch (B, L, D) drawn as a 3-D block -----------
+LAYOUTS = ("image", "sequence")
+
+_IMAGE_METHODS = ("batch", "layer", "instance", "group", "rms")
+_TITLE_KEYS = {
+    "batch": "block_batch", "layer": "block_layer", "instance": "block_instance",
+    "group": "block_group", "rms": "block_rms", "batch_dim0": "block_batch_dim0",
+}
+_SEQUENCE_TITLE_KEYS = {"batch": "seq_batch", "layer": "seq_layer", "rms": "seq_rms", "batch_dim0": "block_batch_dim0"}
+
+
+@dataclass
+class BlockDrawing:
+    """A drawn block: the figure, the statistic id of every element (shape ``(depth, across, up)``,
+    trailing dimensions flattened), the mask of the highlighted group, and the sharing it reads."""
+
+    fig: "matplotlib.figure.Figure"
+    labels: torch.Tensor
+    highlighted: torch.Tensor
+    sharing: _axes.Sharing
+
+
+def block_sharing(shape: Sequence[int], method: str, layout: str = "image",
+                  num_groups: Optional[int] = None) -> _axes.Sharing:
+    """The :class:`normlib.axes.Sharing` a block drawing shows.
+
+    ``layout="image"``: ``shape`` is ``(N, C, *spatial)`` and ``method`` one of ``batch``,
+    ``layer`` and ``rms`` (over ``(C, *spatial)``, one statistic per sample, as in the Group
+    Normalization paper's figure), ``instance``, ``group`` (needs ``num_groups``).
+    ``layout="sequence"``: ``shape`` is ``(B, L, D)``, ``method`` one of
+    :data:`normlib.axes.SEQUENCE_METHODS`.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}")
+    shape = tuple(shape)
+    if layout == "sequence":
+        if num_groups is not None:
+            raise ValueError(f"num_groups is only for method 'group' of the image layout; got {num_groups!r}")
+        return _axes.sequence_sharing(method, shape)
+    if method not in _IMAGE_METHODS:
+        raise ValueError(f"method must be one of {_IMAGE_METHODS} for the image layout; got {method!r}")
+    if len(shape) < 2:
+        raise ValueError(f"an image batch has shape (N, C, *spatial); got {tuple(shape)}")
+    if method in ("layer", "rms"):
+        return _axes.sharing(method, shape, normalized_shape=shape[1:])
+    return _axes.sharing(method, shape, num_groups=num_groups)
+
+
+def _box_faces(i: int, j: int, k: int, dx: float, dy: float):
+    """The three visible faces (front, top, right) of the unit cell at depth i, column j,
+    height k, in an oblique projection where depth runs up and to the right."""
+    x0, y0 = j + i * dx, k + i * dy
+    front = [(x0, y0), (x0 + 1, y0), (x0 + 1, y0 + 1), (x0, y0 + 1)]
+    top = [(x0, y0 + 1), (x0 + 1, y0 + 1), (x0 + 1 + dx, y0 + 1 + dy), (x0 + dx, y0 + 1 + dy)]
+    right = [(x0 + 1, y0), (x0 + 1 + dx, y0 + dy), (x0 + 1 + dx, y0 + 1 + dy), (x0 + 1, y0 + 1)]
+    return front, top, right
+
+
+def block_figure(
+    shape: Sequence[int] = (2, 6, 2, 2),
+    method: str = "batch",
+    lang: str = "en",
+    *,
+    layout: str = "image",
+    num_groups: Optional[int] = None,
+    which: int = 0,
+    ax=None,
+    figsize: Tuple[float, float] = (4.2, 3.3),
+) -> BlockDrawing:
+    """Draw a tensor as a block of cells and fill the cells that share statistic number ``which``.
+
+    An image batch ``(N, C, H, W)`` is drawn as ``N × C × (H·W)`` (samples going back, channels
+    across, spatial positions up), as in the Group Normalization paper's figure; a token batch
+    ``(B, L, D)`` as ``B × L × D``. The other cells are drawn as an outline. Statistic ids are
+    :meth:`normlib.axes.Sharing.labels`; ``which`` runs from 0 to ``num_statistics - 1``.
+    """
+    check_lang(lang)
+    share = block_sharing(shape, method, layout, num_groups)
+    if isinstance(which, bool) or not isinstance(which, int) or not 0 <= which < share.num_statistics:
+        raise ValueError(f"which must be an int from 0 to {share.num_statistics - 1} "
+                         f"({method} on {tuple(shape)} has {share.num_statistics} statistics); got {which!r}")
+    depth, across = share.shape[0], share.shape[1]
+    labels = share.labels().reshape(depth, across, -1)
+    up = labels.shape[2]
+    highlighted = labels == which
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    dx, dy = 0.55, 0.45
+    colour = PALETTE[0]
+    # 1. the faint outer faces of the block
+    ax.add_patch(matplotlib.patches.Polygon([(0, 0), (across, 0), (across, up), (0, up)],
+                                            facecolor="#f2f2f2", edgecolor="none"))
+    # 2. the highlighted cells, solid, painted back to front
+    polys, faces = [], []
+    for i in reversed(range(depth)):
+        for j in range(across):
+            for k in range(up):
+                if highlighted[i, j, k]:
+                    for face, shade in zip(_box_faces(i, j, up - 1 - k, dx, dy), (1.0, 0.75, 0.55)):
+                        polys.append(face)
+                        faces.append(matplotlib.colors.to_rgba(colour, shade))
+    ax.add_collection(matplotlib.collections.PolyCollection(polys, facecolors=faces, edgecolors="white",
+                                                            linewidths=0.8))
+    # 3. the grid of the three outer faces and the block's edges, on top
+    grey = "#9a9a9a"
+    lines = []
+    for j in range(across + 1):
+        lines.append([(j, 0), (j, up)])
+        lines.append([(j, up), (j + depth * dx, up + depth * dy)])
+    for k in range(up + 1):
+        lines.append([(0, k), (across, k)])
+        lines.append([(across, k), (across + depth * dx, k + depth * dy)])
+    for i in range(depth + 1):
+        lines.append([(i * dx, up + i * dy), (across + i * dx, up + i * dy)])
+        lines.append([(across + i * dx, i * dy), (across + i * dx, up + i * dy)])
+    ax.add_collection(matplotlib.collections.LineCollection(lines, colors=grey, linewidths=0.6))
+    names = _block_axis_names(layout, len(share.shape), lang)
+    ax.annotate(names[1], (across / 2, -0.15), ha="center", va="top", fontsize=9)
+    ax.annotate(names[2], (-0.2, up / 2), ha="right", va="center", fontsize=9, rotation=90)
+    ax.annotate(names[0], (across + depth * dx / 2 + 0.25, up + depth * dy / 2 + 0.1), ha="left",
+                va="center", fontsize=9)
+    ax.set_xlim(-1.0, across + depth * dx + 1.6)
+    ax.set_ylim(-1.1, up + depth * dy + 0.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    title = text((_SEQUENCE_TITLE_KEYS if layout == "sequence" else _TITLE_KEYS)[method], lang)
+    if method == "group":
+        title += f" (G = {len(share.groups)})"
+    ax.set_title(title, fontsize=10)
+    ax.text(0.5, 0.0, text("block_count", lang).format(count=share.count, total=share.num_statistics),
+            transform=ax.transAxes, ha="center", va="bottom", fontsize=8.5)
+    return BlockDrawing(fig=fig, labels=labels, highlighted=highlighted, sharing=share)
+
+
+def _block_axis_names(layout: str, ndim: int, lang: str) -> Tuple[str, str, str]:
+    if layout == "sequence":
+        return (text("axis_B", lang), text("axis_L", lang), text("axis_D", lang))
+    spatial = {2: "axis_none", 3: "axis_L_spatial"}.get(ndim, "axis_HW")
+    return (text("axis_N", lang), text("axis_C", lang), text(spatial, lang))
