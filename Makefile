@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test venv assets lab chapters notebooks serve clean
+.PHONY: book test venv assets lab chapters notebooks serve clean bench-widgets
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ chapters: $(STAMP)
 ## Re-execute every chapter notebook in place, storing outputs.
 notebooks: $(STAMP)
 	$(PY) tools/execute_notebooks.py
+
+## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
+bench-widgets: $(STAMP)
+	$(PY) benchmarks/live_explorer.py
 
 serve: $(BOOK)
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000

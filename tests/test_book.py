@@ -40,7 +40,7 @@ def test_chapter_pages_carry_their_outputs(built_book):
 
 def test_every_chapter_page_has_math_figures_with_captions_and_its_counterpart_link(built_book):
     pages = chapter_pages(built_book)
-    assert len(pages) == 10, [p.name for p in pages]
+    assert len(pages) == 12, [p.name for p in pages]
     for page in pages:
         html = page.read_text(encoding="utf-8")
         lang, other = page.parent.name, {"ko": "en", "en": "ko"}[page.parent.name]
@@ -63,3 +63,17 @@ def test_landing_page_offers_both_languages_and_the_glossary(built_book):
     glossary = (built_book / "glossary.html").read_text(encoding="utf-8")
     for pair in (("모분산", "population variance"), ("스케일링과 이동", "scale and shift"), ("정규화", "normalization")):
         assert all(word in glossary for word in pair), pair
+
+
+def test_every_chapter_page_offers_launch_buttons_and_its_ipynb(built_book):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    repo = config["repository"]["url"].removeprefix("https://github.com/")
+    for page in chapter_pages(built_book):
+        html = page.read_text(encoding="utf-8")
+        notebook = f"chapters/{page.parent.name}/{page.stem}.ipynb"
+        assert f'href="https://colab.research.google.com/github/{repo}/blob/main/{notebook}"' in html, page
+        assert f"https://mybinder.org/v2/gh/{repo}/main?urlpath=lab/tree/{notebook}" in html, page
+        assert "/hub/user-redirect/git-pull?repo=" in html, page
+        download = f'href="../../_sources/{notebook}"'
+        assert download in html, f"{page}: no download link to the .ipynb"
+        assert (built_book / "_sources" / notebook).exists()

@@ -246,3 +246,55 @@ def test_pages_with_widget_state_render_their_widgets(visit, offline_book):
         assert f["widgetAreas"] >= f["widgetViews"], \
             f"{docname}: {f['widgetAreas']} of {f['widgetViews']} widget views rendered"
         assert f["widgetElements"] >= f["widgetViews"], f"{docname}: widget areas without .widget-* elements"
+
+
+VISIBLE_PICTURE = """(root) => {
+  const shown = Array.from(root.querySelectorAll('img')).filter(i => i.offsetParent !== null && i.getClientRects().length);
+  return shown.map(i => i.src.slice(-120));
+}"""
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, book_url, lang):
+    """On the family chapter, with no kernel: the explorer's first method selector switches the
+    visible picture (checked in the DOM and on screenshots, saved as artifacts)."""
+    docname = f"chapters/{lang}/06_family"
+    if docname not in PAGES:
+        pytest.fail(f"{docname} is not in _toc.yml")
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    host = urlsplit(book_url).netloc
+    foreign, errors = [], []
+    context.route(lambda url: urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc != host,
+                  lambda route: (foreign.append(route.request.url), route.abort()))
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{book_url}/{docname}.html", wait_until="load")
+        explorer = page.locator(".normlib-explorer").first
+        explorer.wait_for(state="visible")
+        explorer.scroll_into_view_if_needed()
+        methods = explorer.locator(".normlib-method").first
+        buttons = methods.locator("button")
+        assert buttons.count() == 5, f"{docname}: {buttons.count()} method buttons in the image layout"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        before_src = explorer.evaluate(VISIBLE_PICTURE)
+        before_png = explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_explorer_batch.png"))
+        assert len(before_src) == 1, f"{docname}: {len(before_src)} pictures visible at once"
+        shots = {}
+        for index, name in ((2, "instance"), (1, "layer")):
+            buttons.nth(index).click()
+            page.wait_for_function("([root, old]) => { const i = Array.from(root.querySelectorAll('img'))"
+                                   ".filter(i => i.offsetParent !== null); return i.length === 1 && !i[0].src.endsWith(old); }",
+                                   arg=[explorer.element_handle(), before_src[0]])
+            after_src = explorer.evaluate(VISIBLE_PICTURE)
+            assert after_src != before_src, f"{docname}: clicking {name} did not change the picture"
+            assert "mod-active" in (buttons.nth(index).get_attribute("class") or "")
+            shots[name] = explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_explorer_{name}.png"))
+        assert len({before_png, shots["instance"], shots["layer"]}) == 3, "screenshots did not change"
+        # the which-statistic slider moves the filled cells without a kernel, too
+        slider = explorer.locator(".normlib-which").first
+        assert slider.count() == 1
+    finally:
+        context.close()
+    assert not foreign and not errors, foreign + errors

@@ -4,12 +4,16 @@ and every chapter notebook is committed executed."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import re
 import tokenize
+from unittest import mock
 from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 KO, EN = ROOT / "chapters" / "ko", ROOT / "chapters" / "en"
@@ -92,3 +96,42 @@ def test_each_page_links_to_its_counterpart(name):
         nb = nbformat.read(ROOT / "chapters" / lang / name, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "markdown")
         assert f"(../{other}/{name})" in first.source, f"{lang}/{name}: no link to ../{other}/{name} in its first cell"
+
+
+# -- the first cell: install normlib where it is missing (Colab, Binder, a JupyterHub) ---------------
+def _first_code_cell(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    return next(c for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_first_cell_installs_normlib_only_where_it_is_missing(name):
+    ko, en = _first_code_cell(KO / name), _first_code_cell(EN / name)
+    assert ko.source == en.source, f"{name}: the install cell differs between languages"
+    assert "remove-cell" in ko.metadata.get("tags", []), f"{name}: the install cell shows in the book"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    url = config["repository"]["url"]
+
+    def run_cell(importable: bool):
+        calls = []
+
+        def fake_run(args, check=False, **kwargs):
+            calls.append(args)
+            sys.modules.pop("normlib", None)  # "installed": the retry imports the real package
+            return subprocess.CompletedProcess(args, 0)
+
+        saved = sys.modules.get("normlib")
+        if not importable:
+            sys.modules["normlib"] = None  # import normlib -> ModuleNotFoundError
+        try:
+            with mock.patch("subprocess.run", fake_run):
+                exec(compile(ko.source, f"{name}:install", "exec"), {})
+        finally:
+            if saved is not None:
+                sys.modules["normlib"] = saved
+        return calls
+
+    assert run_cell(importable=True) == [], f"{name}: pip ran although normlib is importable"
+    calls = run_cell(importable=False)
+    assert len(calls) == 1, calls
+    assert calls[0][1:4] == ["-m", "pip", "install"] and f"normlib[book] @ git+{url}" in calls[0], calls[0]

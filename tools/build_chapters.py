@@ -20,8 +20,11 @@ Source format: blocks start with a marker line ``<!-- kind [options] -->``.
 ``<!-- caption ko -->``, ``<!-- caption en -->``, ``<!-- alt ko -->``, ``<!-- alt en -->``
     the caption and alt text of the figure drawn by the code cell just before.
 
-The first code cell of each notebook is inserted here: ``LANG = "ko"`` or ``LANG = "en"``, the
-only code that differs between the two languages. The first Markdown cell of each language
+Two code cells open every notebook, inserted here. The first installs normlib (with what the
+chapters need) from the book's repository (``repository.url`` in ``_config.yml``) when it is
+not importable, as on Colab or Binder, and does nothing otherwise; it is the same in both
+languages and removed from the HTML book (tag ``remove-cell``). The second is ``LANG = "ko"``
+or ``LANG = "en"``, the only code that differs between the two languages. The first Markdown cell of each language
 gets a link to the other language's page after its title.
 """
 
@@ -32,6 +35,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "chapters" / "src"
@@ -46,6 +50,30 @@ KERNEL = {
 
 class SourceError(ValueError):
     pass
+
+
+def repository_url() -> str:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    url = (config.get("repository") or {}).get("url")
+    if not url:
+        raise SourceError("_config.yml has no repository.url: the notebooks' install cell needs it")
+    return url
+
+
+def install_cell() -> nbformat.NotebookNode:
+    source = (
+        "# Opened on Colab, Binder or a JupyterHub? Install normlib from the book's repository.\n"
+        "# Where normlib is already installed (make lab, the book's own .venv) this does nothing.\n"
+        "try:\n"
+        "    import normlib\n"
+        "except ModuleNotFoundError:\n"
+        "    import subprocess, sys\n"
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "normlib[book] @ git+{repository_url()}"], check=True)\n'
+        "    import normlib"
+    )
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = ["remove-cell"]
+    return cell
 
 
 def parse(text: str, name: str) -> list[dict]:
@@ -101,6 +129,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
                 lines.insert(1, f"\n[{label} →](../{other}/{stem}.ipynb)")
                 body = "\n".join(lines)
                 cells.append(nbformat.v4.new_markdown_cell(body))
+                cells.append(install_cell())
                 cells.append(nbformat.v4.new_code_cell(f'LANG = "{lang}"'))
                 titled = True
                 continue
