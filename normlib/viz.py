@@ -175,7 +175,6 @@ def table_figure(
 # -- blocks: an image batch (N, C, H, W) or a token batch (B, L, D) drawn as a 3-D block -----------
 LAYOUTS = ("image", "sequence")
 
-_IMAGE_METHODS = ("batch", "layer", "instance", "group", "rms")
 _TITLE_KEYS = {
     "batch": "block_batch", "layer": "block_layer", "instance": "block_instance",
     "group": "block_group", "rms": "block_rms", "batch_dim0": "block_batch_dim0",
@@ -211,8 +210,8 @@ def block_sharing(shape: Sequence[int], method: str, layout: str = "image",
         if num_groups is not None:
             raise ValueError(f"num_groups is only for method 'group' of the image layout; got {num_groups!r}")
         return _axes.sequence_sharing(method, shape)
-    if method not in _IMAGE_METHODS:
-        raise ValueError(f"method must be one of {_IMAGE_METHODS} for the image layout; got {method!r}")
+    if method not in _axes.METHODS:
+        raise ValueError(f"method must be one of {_axes.METHODS} for the image layout; got {method!r}")
     if len(shape) < 2:
         raise ValueError(f"an image batch has shape (N, C, *spatial); got {tuple(shape)}")
     if method in ("layer", "rms"):

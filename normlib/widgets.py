@@ -29,6 +29,7 @@ import PIL.Image
 from ipywidgets.widgets.widget_link import Link
 import torch
 
+from . import axes
 from . import functional as _F
 from . import viz
 from .i18n import check_lang, text
@@ -40,8 +41,8 @@ METHOD_NAMES = {
     "group": "GroupNorm", "rms": "RMSNorm",
 }
 _LAYOUT_METHODS = {
-    "image": ("batch", "layer", "instance", "group", "rms"),
-    "sequence": ("batch", "layer", "rms", "batch_dim0"),
+    "image": axes.METHODS,
+    "sequence": axes.SEQUENCE_METHODS,
     "table": ("batch", "layer", "rms"),
 }
 LAYOUTS = tuple(_LAYOUT_METHODS)

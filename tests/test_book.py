@@ -5,23 +5,13 @@ test_offline_book.py and test_browser.py.)"""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def toc_files() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [c["file"] for c in part.get("chapters", [])]
-    return files
+from conftest import ROOT, toc_docnames
 
 
 def test_every_toc_page_is_built(built_book):
-    for f in toc_files():
+    for f in toc_docnames():
         page = built_book / f"{f}.html"
         assert page.exists(), f"{page} missing"
         assert page.stat().st_size > 1000
