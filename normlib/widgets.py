@@ -21,6 +21,7 @@ tests can check it.
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -243,6 +244,15 @@ class LiveExplorer(W.VBox):
             control.observe(self._on_change, names="value")
         self.update()
 
+    @contextmanager
+    def _quietly(self):
+        """Change controls without each change triggering its own redraw."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
+
     def _on_change(self, change) -> None:
         if not self._quiet:
             self.update()
@@ -251,12 +261,9 @@ class LiveExplorer(W.VBox):
         # G must divide C: offer only the divisors, keeping G if it still divides.
         divisors = _divisors(change["new"])
         keep = max(d for d in divisors if d <= self.g.value)
-        self._quiet = True
-        try:
+        with self._quietly():
             self.g.options = divisors
             self.g.value = keep
-        finally:
-            self._quiet = False
         self.update()
 
     def input(self) -> torch.Tensor:
@@ -269,11 +276,8 @@ class LiveExplorer(W.VBox):
         method, g = self.method.value, self.g.value if self.method.value == "group" else None
         shape = (self.n.value, self.c.value, self.hw.value, 1)
         share = viz.block_sharing(shape, method, "image", g)
-        self._quiet = True
-        try:
+        with self._quietly():
             self.which.max = share.num_statistics - 1  # clamps the value
-        finally:
-            self._quiet = False
         x = self.input()
         try:
             y = _NORMALIZE[method](x, self.eps.value, g)

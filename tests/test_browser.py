@@ -152,9 +152,9 @@ def hangul_without_web_font(page) -> list[str]:
         cdp.detach()
 
 
-@pytest.fixture(scope="session")
-def visit(browser, book_url, offline_book):
-    """visit(docname) -> Visit, loading each page once per session."""
+def isolated_context(browser, book_url: str, seen: list[str] | None = None):
+    """A browser context whose requests to any host but the book's are aborted (and appended to
+    ``seen`` when given): nothing leaves the machine."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     host = urlsplit(book_url).netloc
 
@@ -162,8 +162,20 @@ def visit(browser, book_url, offline_book):
         parts = urlsplit(url)
         return parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host
 
-    # Recorded by the page's "request" listener below, then aborted: nothing leaves the machine.
-    context.route(elsewhere, lambda r: r.abort())
+    def abort(route):
+        if seen is not None:
+            seen.append(route.request.url)
+        route.abort()
+
+    context.route(elsewhere, abort)
+    return context
+
+
+@pytest.fixture(scope="session")
+def visit(browser, book_url, offline_book):
+    """visit(docname) -> Visit, loading each page once per session."""
+    context = isolated_context(browser, book_url)
+    host = urlsplit(book_url).netloc
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     cache: dict[str, Visit] = {}
 
@@ -261,11 +273,8 @@ def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, b
     docname = f"chapters/{lang}/06_family"
     if docname not in PAGES:
         pytest.fail(f"{docname} is not in _toc.yml")
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    host = urlsplit(book_url).netloc
     foreign, errors = [], []
-    context.route(lambda url: urlsplit(url).scheme in ("http", "https") and urlsplit(url).netloc != host,
-                  lambda route: (foreign.append(route.request.url), route.abort()))
+    context = isolated_context(browser, book_url, foreign)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.on("pageerror", lambda e: errors.append(str(e)))
