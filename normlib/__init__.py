@@ -5,11 +5,12 @@
 tensor([[-1.2247,  0.0000,  1.2247]])
 
 Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib.stats`
-(mean and variance four ways), :mod:`normlib.functional` (the formulas) and
-:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``).
+(mean and variance four ways), :mod:`normlib.functional` (the formulas),
+:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``) and :mod:`normlib.autograd`
+(LayerNorm, RMSNorm and BatchNorm with backward passes derived by hand).
 """
 
-from . import axes, functional, stats
+from . import autograd, axes, functional, stats
 from .axes import NormInputError
 from .functional import NormDtypeError
 from .modules import (
@@ -27,7 +28,7 @@ from .modules import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "axes", "functional", "stats", "NormInputError", "NormDtypeError",
+    "autograd", "axes", "functional", "stats", "NormInputError", "NormDtypeError",
     "LayerNorm", "RMSNorm", "GroupNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",

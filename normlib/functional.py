@@ -127,6 +127,44 @@ def _bessel(var: Tensor, count: int) -> Tensor:
     return var * (count / (count - 1))
 
 
+def _checked_layer_axes(fn: str, input: Tensor, normalized_shape: ShapeLike, **params: Optional[Tensor]) -> Sharing:
+    """The checks of layer_norm / rms_norm (also used by :mod:`normlib.autograd`); returns the axes pooled."""
+    _check_floating(fn, input)
+    s = axes.layer_norm_axes(input.shape, normalized_shape, method="rms" if fn.startswith("rms") else "layer")
+    dims = axes.as_normalized_shape(normalized_shape)
+    for name, t in params.items():
+        _check_param(fn, name, t, dims, "the normalized_shape", input.shape)
+    return s
+
+
+def _rms_eps(eps: Optional[float], dtype: torch.dtype) -> float:
+    """``eps=None`` → the machine epsilon of the computation dtype, as ``torch.nn.RMSNorm``."""
+    return torch.finfo(dtype).eps if eps is None else eps
+
+
+def _checked_batch_axes(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+                        weight: Optional[Tensor], bias: Optional[Tensor], training: bool, momentum,
+                        eps: float) -> Tuple[Sharing, float]:
+    """The checks of batch_norm (also used by :mod:`normlib.autograd`); returns the axes and momentum."""
+    _check_floating("batch_norm", input)
+    s = axes.batch_norm_axes(input.shape)
+    _check_channel_params("batch_norm", input, True, running_mean=running_mean, running_var=running_var,
+                          weight=weight, bias=bias)
+    momentum = _check_momentum("batch_norm", momentum)
+    if training and s.count == 1:
+        raise NormInputError(
+            f"batch_norm in training mode needs more than 1 value per channel to compute a "
+            f"variance, but got an input of shape {_fmt(input.shape)} (N × spatial = 1). Use a "
+            f"larger batch, or evaluation mode, which uses the running statistics."
+        )
+    # PyTorch (2.13) refuses these eps values; so does normlib.
+    if training and eps <= 0:
+        raise NormInputError(f"batch_norm in training mode expects eps > 0, but got eps={eps}")
+    if eps < 0:
+        raise NormInputError(f"batch_norm expects eps >= 0, but got eps={eps}")
+    return s, momentum
+
+
 # --------------------------------------------------------------------------- LayerNorm / RMSNorm
 
 def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor] = None,
@@ -150,11 +188,7 @@ def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tens
     >>> layer_norm(torch.tensor([[1.0, 10.0, 100.0]]), 3, eps=1e-6)
     tensor([[-0.8054, -0.6040,  1.4094]])
     """
-    _check_floating("layer_norm", input)
-    s = axes.layer_norm_axes(input.shape, normalized_shape)
-    dims = axes.as_normalized_shape(normalized_shape)
-    for name, t in (("weight", weight), ("bias", bias)):
-        _check_param("layer_norm", name, t, dims, "the normalized_shape", input.shape)
+    s = _checked_layer_axes("layer_norm", input, normalized_shape, weight=weight, bias=bias)
     dtype = _compute_dtype(input.dtype)
     x = input.to(dtype)
     mean, var = _moments(x, s)
@@ -180,13 +214,9 @@ def rms_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor
     >>> rms_norm(torch.tensor([[3.0, 4.0]]), 2)   # rms = sqrt((9 + 16) / 2)
     tensor([[0.8485, 1.1314]])
     """
-    _check_floating("rms_norm", input)
-    s = axes.rms_norm_axes(input.shape, normalized_shape)
-    dims = axes.as_normalized_shape(normalized_shape)
-    _check_param("rms_norm", "weight", weight, dims, "the normalized_shape", input.shape)
+    s = _checked_layer_axes("rms_norm", input, normalized_shape, weight=weight)
     dtype = _compute_dtype(input.dtype)
-    if eps is None:
-        eps = torch.finfo(dtype).eps
+    eps = _rms_eps(eps, dtype)
     x = input.to(dtype)
     mean_square = (x * x).mean(dim=s.axes, keepdim=True)
     y = x * torch.rsqrt(mean_square + eps)
@@ -221,22 +251,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     >>> rm, rv                                              # 0.1·5 and 0.9·1 + 0.1·(20/3)
     (tensor([0.5000]), tensor([1.5667]))
     """
-    _check_floating("batch_norm", input)
-    s = axes.batch_norm_axes(input.shape)
-    _check_channel_params("batch_norm", input, True, running_mean=running_mean, running_var=running_var,
-                          weight=weight, bias=bias)
-    momentum = _check_momentum("batch_norm", momentum)
-    if training and s.count == 1:
-        raise NormInputError(
-            f"batch_norm in training mode needs more than 1 value per channel to compute a "
-            f"variance, but got an input of shape {_fmt(input.shape)} (N × spatial = 1). Use a "
-            f"larger batch, or evaluation mode, which uses the running statistics."
-        )
-    # PyTorch (2.13) refuses these eps values; so does normlib.
-    if training and eps <= 0:
-        raise NormInputError(f"batch_norm in training mode expects eps > 0, but got eps={eps}")
-    if eps < 0:
-        raise NormInputError(f"batch_norm expects eps >= 0, but got eps={eps}")
+    s, momentum = _checked_batch_axes(input, running_mean, running_var, weight, bias, training, momentum, eps)
     dtype = _compute_dtype(input.dtype)
     x = input.to(dtype)
     if training:

@@ -63,6 +63,8 @@ class LayerNorm(nn.Module):
     ['bias', 'weight']
     """
 
+    _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
+
     def __init__(self, normalized_shape: ShapeLike, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -77,7 +79,7 @@ class LayerNorm(nn.Module):
         _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return self._functional.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
@@ -94,6 +96,8 @@ class RMSNorm(nn.Module):
     tensor([[0.8485, 1.1314]], grad_fn=<MulBackward0>)
     """
 
+    _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
+
     def __init__(self, normalized_shape: ShapeLike, eps: Optional[float] = None, elementwise_affine: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -108,7 +112,7 @@ class RMSNorm(nn.Module):
         _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+        return self._functional.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -224,6 +228,8 @@ class _BatchNorm(_NormBase):
     In eval mode the running statistics normalize (or the batch's, if not tracked).
     """
 
+    _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
+
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
@@ -234,7 +240,7 @@ class _BatchNorm(_NormBase):
         use_batch_stats = self.training or self.running_mean is None
         # The running statistics are passed where they are read (eval) or updated (training, tracked).
         keep = self.track_running_stats or not self.training
-        return F.batch_norm(
+        return self._functional.batch_norm(
             input,
             self.running_mean if keep else None,
             self.running_var if keep else None,
