@@ -79,6 +79,15 @@ _PAIRS = {
     "live_caption": ("통계 {which}번을 공유하는 원소 {count}개:", "the {count} elements that share statistic {which}:"),
     "train_mode": ("학습 모드 (배치 통계)", "training mode (batch statistics)"),
     "eval_mode": ("평가 모드 (누적 통계)", "evaluation mode (running statistics)"),
+    "term_direct": ("직접 항 r·g", "direct term r·g"),
+    "term_mean": ("평균을 거친 항 −r·mean(g)", "through the mean −r·mean(g)"),
+    "term_var": ("분산을 거친 항 −r·x̂·mean(g·x̂)", "through the variance −r·x̂·mean(g·x̂)"),
+    "term_total": ("합 = ∂L/∂x", "sum = ∂L/∂x"),
+    "grad_terms_title": ("샘플 A, ∂L/∂y = (1, 0, 0)일 때 ∂L/∂x의 세 항", "The three terms of ∂L/∂x for sample A, ∂L/∂y = (1, 0, 0)"),
+    "saved_mb": ("역전파용으로 저장된 메모리 (MB)", "memory saved for backward (MB)"),
+    "impl_reference": ("읽기 쉬운 구현 + autograd", "readable + autograd"),
+    "impl_hand": ("손으로 유도한 역전파", "hand-derived backward"),
+    "impl_torch": ("PyTorch 내장", "PyTorch built-in"),
 }
 
 STRINGS = {
