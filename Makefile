@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test venv assets lab chapters notebooks serve clean bench-widgets
+.PHONY: book test venv assets lab chapters notebooks serve clean bench-widgets bench
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ chapters: $(STAMP)
 ## Re-execute every chapter notebook in place, storing outputs.
 notebooks: $(STAMP)
 	$(PY) tools/execute_notebooks.py
+
+## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in (about 5-10 minutes);
+## writes benchmarks/results/normalization.{md,json,png} and roofline.png.
+bench: $(STAMP)
+	$(PY) benchmarks/normalization.py
 
 ## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
 bench-widgets: $(STAMP)

@@ -1,0 +1,139 @@
+"""LayerNorm, RMSNorm and BatchNorm2d four ways, timed against torch's built-in (issue 5).
+
+    make bench        # or: .venv/bin/python benchmarks/normalization.py [--fresh-memory] [--repeats N]
+
+For each op, size and mode (forward, forward+backward), float32 on the CPU: normlib's readable
+version, the hand-derived backward, the readable version under torch.compile, and torch's
+built-in, timed in turn (median of repeated calls after warm-up), with the peak memory of a
+call, the bytes saved for backward and the effective GB/s as a share of this machine's copy
+bandwidth. normlib/bench.py does the measuring and explains every number; this script picks
+the sizes and writes, to benchmarks/results/:
+
+    normalization.md    the table (ratios to torch), the run's conditions and the three targets
+    normalization.json  every row, the machine and the conditions (a chapter loads the last run)
+    normalization.png   time ÷ torch per variant, op, size and mode
+    roofline.png        arithmetic intensity against GFLOP/s under the memory and compute roofs
+
+The targets are read here, never asserted in tests. Takes about 5–10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from normlib import bench  # noqa: E402
+
+# Transformer activations: (tokens, D), 8192 tokens (e.g. a batch of 8 sequences of 1024).
+TRANSFORMER = [(8192, d) for d in (768, 1024, 2048, 4096)]
+# CNN activations (N, C, H, W) at batch 32: ResNet's stages, and its stem at 112 × 112.
+CNN = [(32, 256, 14, 14), (32, 128, 28, 28), (32, 64, 56, 56), (32, 64, 112, 112)]
+SIZES = {"layer_norm": TRANSFORMER, "rms_norm": TRANSFORMER, "batch_norm2d": CNN}
+
+OUT = Path(__file__).resolve().parent / "results"
+
+
+def conditions_lines(res: bench.Results) -> list[str]:
+    c = res.conditions
+    lines = [
+        f"- copy bandwidth (`dst.copy_(src)`, 256 MiB, read + write): **{res.bandwidth:.1f} GB/s**, the higher of "
+        f"{c['copy_gbps_before']:.1f} (before) and {c['copy_gbps_after']:.1f} (after the comparisons); "
+        f"into freshly allocated memory (`src.clone()`): {c['fresh_copy_gbps']:.1f} GB/s",
+        f"- float32 matmul (2048 × 2048): **{res.matmul_gflops:.0f} GFLOP/s**; ridge point of the roofline: "
+        f"{res.matmul_gflops / res.bandwidth:.1f} FLOP/byte",
+        f"- freed memory kept for reuse (`bench.keep_freed_memory`): {c['keep_freed_memory']}",
+        f"- load average (1 min) before / after: {c['load_average_before']:.2f} / {c['load_average_after']:.2f}",
+        f"- {c['repeats']} timed calls per variant after {c['warmup']} warm-up calls; the whole run took "
+        f"{res.seconds / 60:.1f} min",
+    ]
+    worst = max(res.rows, key=lambda r: r.spread)
+    lines.append(f"- noisiest measurement: {worst.op} {bench._shape_label(worst.shape)} {worst.mode} "
+                 f"{worst.variant}, interquartile range {100 * worst.spread:.0f}% of its median")
+    return lines
+
+
+def compile_lines(res: bench.Results) -> list[str]:
+    lines = []
+    for report in res.compile_report:
+        if report["breaks"]:
+            why = "; ".join(report["reasons"]) or "no reason given"
+            lines.append(f"- {report['op']}: {report['graphs']} graphs, {report['breaks']} graph breaks ({why})")
+        else:
+            lines.append(f"- {report['op']}: one graph, no graph break")
+    return lines
+
+
+def report(res: bench.Results) -> str:
+    m = res.machine
+    lines = [
+        "# Normalization layers: readable, hand-derived backward, compiled, torch's built-in",
+        "",
+        f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), torch {m['torch']} with {m['threads']} threads, "
+        f"Python {m['python']}, float32. Written by `make bench` (benchmarks/normalization.py); "
+        "normlib/bench.py says what each column measures.",
+        "",
+        *conditions_lines(res),
+        "",
+        "Columns: median time of one call; spread = interquartile range ÷ median (noise); time ÷ torch; "
+        "GB/s of the minimal traffic (forward 2 passes over the input, forward+backward 5) and its share of "
+        "the copy bandwidth; peak memory allocated during a call and ÷ torch; bytes saved for backward and "
+        "÷ torch; for the compiled variant, its first call (the compilation) and the number of graphs.",
+        "",
+        bench.markdown_table(res.rows, res.bandwidth),
+        "## torch.compile of normlib.functional",
+        "",
+        *compile_lines(res),
+        "",
+        "## Targets",
+        "",
+        bench.targets_markdown(res.rows, res.bandwidth),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fresh-memory", action="store_true",
+                        help="leave glibc's malloc as it is: large freed blocks go back to the OS (see bench.keep_freed_memory)")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    kept = False if args.fresh_memory else bench.keep_freed_memory()
+    compile_report = [bench.graph_breaks(op) for op in SIZES]
+    res = bench.run(SIZES, repeats=args.repeats, warmup=args.warmup, progress=True)
+    res.compile_report = compile_report
+    res.conditions.update(keep_freed_memory=kept, repeats=args.repeats, warmup=args.warmup)
+    res.seconds = time.perf_counter() - start
+
+    OUT.mkdir(exist_ok=True)
+    text = report(res)
+    (OUT / "normalization.md").write_text(text, encoding="utf-8")
+    (OUT / "normalization.json").write_text(res.to_json() + "\n", encoding="utf-8")
+    fig = bench.plot(res.rows)
+    fig.savefig(OUT / "normalization.png", dpi=110)
+    plt.close(fig)
+    largest = {op: max(shapes, key=math.prod)
+               for op, shapes in SIZES.items()}
+    fig = bench.roofline([r for r in res.rows if tuple(r.shape) == largest[r.op]], res.bandwidth, res.matmul_gflops)
+    fig.savefig(OUT / "roofline.png", dpi=110)
+    plt.close(fig)
+
+    print(text)
+    print(f"written to {OUT}/normalization.{{md,json,png}} and roofline.png")
+    print(f"make bench took {res.seconds / 60:.1f} min ({res.seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
