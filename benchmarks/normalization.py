@@ -46,11 +46,13 @@ def conditions_lines(res: bench.Results) -> list[str]:
     c = res.conditions
     lines = [
         f"- copy bandwidth (`dst.copy_(src)`, 256 MiB, read + write): **{res.bandwidth:.1f} GB/s**, the higher of "
-        f"{c['copy_gbps_before']:.1f} (before) and {c['copy_gbps_after']:.1f} (after the comparisons); "
-        f"into freshly allocated memory (`src.clone()`): {c['fresh_copy_gbps']:.1f} GB/s",
+        f"{c['copy_gbps_before']:.1f} (before) and {c['copy_gbps_after']:.1f} (after the comparisons)",
+        f"- copy into newly allocated memory (`src.clone()`): {c['fresh_copy_gbps']:.1f} GB/s with glibc's "
+        f"malloc as it starts; {c['fresh_copy_gbps_kept']} after `bench.keep_freed_memory()`",
         f"- float32 matmul (2048 × 2048): **{res.matmul_gflops:.0f} GFLOP/s**; ridge point of the roofline: "
         f"{res.matmul_gflops / res.bandwidth:.1f} FLOP/byte",
-        f"- freed memory kept for reuse (`bench.keep_freed_memory`): {c['keep_freed_memory']}",
+        f"- freed memory kept for reuse (`bench.keep_freed_memory()`, so that large outputs reuse memory "
+        f"instead of new pages from the OS): {'yes' if c['keep_freed_memory'] else 'no'}",
         f"- load average (1 min) before / after: {c['load_average_before']:.2f} / {c['load_average_after']:.2f}",
         f"- {c['repeats']} timed calls per variant after {c['warmup']} warm-up calls; the whole run took "
         f"{res.seconds / 60:.1f} min",
@@ -86,7 +88,8 @@ def report(res: bench.Results) -> str:
         "Columns: median time of one call; spread = interquartile range ÷ median (noise); time ÷ torch; "
         "GB/s of the minimal traffic (forward 2 passes over the input, forward+backward 5) and its share of "
         "the copy bandwidth; peak memory allocated during a call and ÷ torch; bytes saved for backward and "
-        "÷ torch; for the compiled variant, its first call (the compilation) and the number of graphs.",
+        "÷ torch; for the compiled variant, its first call (the compilation), the number of graphs and "cached" when "
+        "inductor loaded their code from its on-disk cache (from an earlier run) instead of compiling it.",
         "",
         bench.markdown_table(res.rows, res.bandwidth),
         "## torch.compile of normlib.functional",
@@ -104,33 +107,38 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fresh-memory", action="store_true",
                         help="leave glibc's malloc as it is: large freed blocks go back to the OS (see bench.keep_freed_memory)")
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
+    fresh = bench.copy_bandwidth(fresh=True)
     kept = False if args.fresh_memory else bench.keep_freed_memory()
+    fresh_kept = f"{bench.copy_bandwidth(fresh=True):.1f} GB/s" if kept else "(not used)"
     compile_report = [bench.graph_breaks(op) for op in SIZES]
     res = bench.run(SIZES, repeats=args.repeats, warmup=args.warmup, progress=True)
     res.compile_report = compile_report
-    res.conditions.update(keep_freed_memory=kept, repeats=args.repeats, warmup=args.warmup)
+    res.conditions.update(keep_freed_memory=kept, fresh_copy_gbps=fresh, fresh_copy_gbps_kept=fresh_kept,
+                          repeats=args.repeats, warmup=args.warmup)
     res.seconds = time.perf_counter() - start
 
-    OUT.mkdir(exist_ok=True)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     text = report(res)
-    (OUT / "normalization.md").write_text(text, encoding="utf-8")
-    (OUT / "normalization.json").write_text(res.to_json() + "\n", encoding="utf-8")
+    (out / "normalization.md").write_text(text, encoding="utf-8")
+    (out / "normalization.json").write_text(res.to_json() + "\n", encoding="utf-8")
     fig = bench.plot(res.rows)
-    fig.savefig(OUT / "normalization.png", dpi=110)
+    fig.savefig(out / "normalization.png", dpi=110)
     plt.close(fig)
     largest = {op: max(shapes, key=math.prod)
                for op, shapes in SIZES.items()}
     fig = bench.roofline([r for r in res.rows if tuple(r.shape) == largest[r.op]], res.bandwidth, res.matmul_gflops)
-    fig.savefig(OUT / "roofline.png", dpi=110)
+    fig.savefig(out / "roofline.png", dpi=110)
     plt.close(fig)
 
     print(text)
-    print(f"written to {OUT}/normalization.{{md,json,png}} and roofline.png")
+    print(f"written to {out}/normalization.{{md,json,png}} and roofline.png")
     print(f"make bench took {res.seconds / 60:.1f} min ({res.seconds:.0f} s)")
     return 0
 

@@ -60,6 +60,7 @@ Threads: whatever ``torch.get_num_threads()`` says; nothing here changes it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
@@ -385,8 +386,10 @@ class Row:
 
     ``seconds`` is the median of ``times``; ``gbps`` and ``gflops`` are per that median;
     ``fraction`` is ``gbps`` over the copy bandwidth (``None`` when none was given);
-    ``saved_bytes`` is ``None`` in forward mode; ``compile_seconds`` and ``graphs`` (how many
-    graphs torch.compile made: 1 means no graph break) are for the compiled variant only.
+    ``saved_bytes`` is ``None`` in forward mode; ``compile_seconds``, ``graphs`` (how many
+    graphs torch.compile made: 1 means no graph break) and ``compile_cached`` (inductor found
+    every graph's code in its on-disk cache, from an earlier run: the compile time is then
+    mostly tracing) are for the compiled variant only.
     """
 
     op: str
@@ -402,6 +405,7 @@ class Row:
     saved_bytes: Optional[int] = None
     compile_seconds: Optional[float] = None
     graphs: Optional[int] = None
+    compile_cached: Optional[bool] = None
 
     @property
     def spread(self) -> float:
@@ -412,12 +416,14 @@ class Row:
         return (q3 - q1) / self.seconds
 
 
-def _compiled_graph_count() -> int:
+def _compile_counts() -> Tuple[int, int]:
+    """(graphs dynamo has made, graphs inductor compiled anew) so far in this process: torch's
+    own counters, private, so only informative (-1 when missing)."""
     try:
         from torch._dynamo.utils import counters
-        return int(counters["stats"]["unique_graphs"])
-    except Exception:  # pragma: no cover - a private counter; the count is only informative
-        return -1
+        return int(counters["stats"]["unique_graphs"]), int(counters["inductor"]["fxgraph_cache_miss"])
+    except Exception:  # pragma: no cover
+        return -1, -1
 
 
 def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = VARIANTS,
@@ -446,17 +452,18 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = 
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got repeats={repeats}, warmup={warmup}")
     case = _Case(op, shape, mode, seed)
-    functions, compile_seconds, graphs = {}, None, None
+    functions, compile_seconds, graphs, cached = {}, None, None, None
     for variant in variants:
         if variant == "compiled":
             torch._dynamo.reset()
-            before = _compiled_graph_count()
+            graphs_before, misses_before = _compile_counts()
             functions[variant] = _function(op, variant)
             case.clear()
             start = time.perf_counter()
             case.call(functions[variant])
             compile_seconds = time.perf_counter() - start
-            graphs = _compiled_graph_count() - before
+            graphs_after, misses_after = _compile_counts()
+            graphs, cached = graphs_after - graphs_before, misses_after == misses_before
         else:
             functions[variant] = _function(op, variant)
         for _ in range(warmup):
@@ -491,6 +498,7 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = 
             peak_bytes=peak, saved_bytes=saved,
             compile_seconds=compile_seconds if variant == "compiled" else None,
             graphs=graphs if variant == "compiled" else None,
+            compile_cached=cached if variant == "compiled" else None,
         ))
     case.clear()
     return rows
@@ -533,14 +541,63 @@ def graph_breaks(op: str, shape: Optional[Sequence[int]] = None) -> Dict[str, ob
     else:
         args = (case.x, *case.state, case.weight, case.bias, True, 0.1, EPS[op])
     torch._dynamo.reset()
-    explained = torch._dynamo.explain(fn)(*args)
-    reasons = []
-    for br in explained.break_reasons:
-        where = br.user_stack[-1] if br.user_stack else None
-        place = f" ({os.path.basename(where.filename)}:{where.lineno})" if where else ""
-        reasons.append(f"{str(br.reason).splitlines()[0]}{place}")
+    with _graph_break_log() as messages:
+        explained = torch._dynamo.explain(fn)(*args)
     torch._dynamo.reset()
+    reasons = []
+    for message in messages:
+        reason = _graph_break_reason(message)
+        if reason not in reasons:
+            reasons.append(reason)
+    if not reasons:      # no log captured: explain's own (terser) reasons
+        reasons = [str(br.reason).splitlines()[0] for br in explained.break_reasons]
     return {"op": op, "graphs": explained.graph_count, "breaks": explained.graph_break_count, "reasons": reasons}
+
+
+@contextlib.contextmanager
+def _graph_break_log():
+    """Collect dynamo's graph-break messages (the ``graph_breaks`` log of ``TORCH_LOGS``), which
+    name the line that broke the graph, without printing them; torch's log settings are reset
+    to their defaults afterwards."""
+    import logging
+
+    import torch._dynamo.symbolic_convert  # noqa: F401  (creates the loggers)
+
+    messages: List[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+               if name.startswith("torch._dynamo") and name.endswith("__graph_breaks")]
+    handler = Collect()
+    torch._logging.set_logs(graph_breaks=True)
+    saved = [(lg, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False          # to us only, not to torch's stderr handler
+    try:
+        yield messages
+    finally:
+        for lg, propagate in saved:
+            lg.removeHandler(handler)
+            lg.propagate = propagate
+        torch._logging.set_logs()
+
+
+def _graph_break_reason(message: str) -> str:
+    """``"axes.py:139: Failed to convert args/kwargs to proxy (call_function args: …)"`` from
+    one of dynamo's graph-break messages."""
+    import re
+
+    where = re.search(r"in user code at (\S+):(\d+)", message)
+    lines = [line.strip() for line in message.splitlines()]
+    what = next((lines[i - 1] for i, line in enumerate(lines) if line.startswith("Explanation:") and i > 0), "")
+    what = what or next((line for line in lines if line), "")
+    context = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("Developer debug context:")), "")
+    place = f"{os.path.basename(where.group(1))}:{where.group(2)}: " if where else ""
+    return place + what + (f" ({context})" if context else "")
 
 
 # --------------------------------------------------------------------------- a whole run
@@ -612,7 +669,7 @@ def run(sizes: Optional[Dict[str, Sequence[Sequence[int]]]] = None, variants: Se
     every mode.
 
     Unless ``bandwidth`` is given, the copy bandwidth is measured before and after the
-    comparisons (and once into fresh memory); the fractions divide by the higher of the two,
+    comparisons; the fractions divide by the higher of the two,
     what the machine showed it can do, and both are kept in ``conditions``: when they differ
     much, something else was using the machine. ``gflops`` (the matmul roof) likewise.
 
@@ -640,7 +697,6 @@ def run(sizes: Optional[Dict[str, Sequence[Sequence[int]]]] = None, variants: Se
         step(0, "copy bandwidth, matmul")
         if measure_bandwidth:
             conditions["copy_gbps_before"] = copy_bandwidth()
-            conditions["fresh_copy_gbps"] = copy_bandwidth(fresh=True)
         gflops = matmul_gflops() if gflops is None else gflops
         rows: List[Row] = []
         for done, (op, shape, mode) in enumerate(cases, start=1):
@@ -683,7 +739,8 @@ def markdown_table(rows: Sequence[Row], bandwidth: Optional[float] = None,
 
     Columns: median time, spread (interquartile range over median: noise), time ÷ torch,
     GB/s of minimal traffic and its share of the copy bandwidth, peak memory and ÷ torch,
-    bytes saved for backward and ÷ torch, compile time (first call) and graphs. Preceded by a
+    bytes saved for backward and ÷ torch, compile time (first call), graphs and whether
+    inductor's cache had them. Preceded by a
     line on the machine when ``machine`` (:func:`machine_info`) is given.
 
     >>> rows = compare("layer_norm", (8, 16), "forward", variants=("hand", "torch"), repeats=2)
@@ -713,7 +770,8 @@ def markdown_table(rows: Sequence[Row], bandwidth: Optional[float] = None,
             f"{r.peak_bytes / MiB:.1f}", _ratio(r.peak_bytes, t and t.peak_bytes),
             "–" if r.saved_bytes is None else f"{r.saved_bytes / MiB:.1f}",
             _ratio(r.saved_bytes, t and t.saved_bytes),
-            "–" if r.compile_seconds is None else f"{r.compile_seconds:.1f} ({r.graphs})",
+            "–" if r.compile_seconds is None else
+            f"{r.compile_seconds:.1f} ({r.graphs}{', cached' if r.compile_cached else ''})",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -832,6 +890,7 @@ def plot(rows: Sequence[Row], lang: str = "en"):
     1
     """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     ref = _reference(rows)
     ops = [op for op in OPS if any(r.op == op for r in rows)]
@@ -851,6 +910,8 @@ def plot(rows: Sequence[Row], lang: str = "en"):
                     ax.plot(*zip(*points), marker=_MARKERS[op], color=colours[variant], label=_label(variant, lang))
             ax.axhline(1.0, color="grey", linewidth=0.8)
             ax.set_yscale("log")
+            for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+                axis(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.set_xticks(range(len(shapes)), [_shape_label(s) for s in shapes], rotation=20, fontsize=8)
             ax.set_title(f"{_label(op, lang)} · {_label(mode, lang)}", fontsize=10)
             if j == 0:
@@ -884,13 +945,11 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
     ridge = gflops / bandwidth
     lo, hi = min([0.1] + [intensity(r) / 2 for r in rows]), max(10 * ridge, 10)
     ax.plot([lo, ridge, hi], [bandwidth * lo, gflops, gflops], color="grey", linewidth=1.5)
-    ax.annotate(_label("memory_roof", lang).format(bw=bandwidth), (lo * 1.2, bandwidth * lo * 1.6),
-                fontsize=8, color="grey")
     ax.annotate(_label("compute_roof", lang).format(gf=gflops), (ridge, gflops * 1.2), fontsize=8, color="grey")
     for r in rows:
         colour = colours[r.variant]
-        ax.scatter([intensity(r)], [r.gflops], marker=_MARKERS[r.op], s=36, edgecolors=colour,
-                   facecolors=colour if r.mode == "forward" else "none")
+        ax.scatter([intensity(r)], [r.gflops], marker=_MARKERS[r.op], s=44, alpha=0.85, edgecolors=colour,
+                   facecolors=colour if r.mode == "forward" else "none", linewidths=1.3)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -901,6 +960,12 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
     def key(marker, label, colour="grey", filled=True):
         return Line2D([], [], linestyle="none", marker=marker, markeredgecolor=colour,
                       markerfacecolor=colour if filled else "none", label=label)
+
+    # the memory roof's label along it: its angle on screen is known once the figure is laid out
+    fig.canvas.draw()
+    (x0, y0), (x1, y1) = ax.transData.transform([(lo, bandwidth * lo), (ridge, gflops)])
+    ax.text(lo * 1.6, bandwidth * lo * 1.6 * 1.25, _label("memory_roof", lang).format(bw=bandwidth), fontsize=8,
+            color="grey", rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor")
 
     variants = [v for v in VARIANTS if any(r.variant == v for r in rows)]
     ops = [op for op in OPS if any(r.op == op for r in rows)]
