@@ -88,7 +88,7 @@ def report(res: bench.Results) -> str:
         "Columns: median time of one call; spread = interquartile range ÷ median (noise); time ÷ torch; "
         "GB/s of the minimal traffic (forward 2 passes over the input, forward+backward 5) and its share of "
         "the copy bandwidth; peak memory allocated during a call and ÷ torch; bytes saved for backward and "
-        "÷ torch; for the compiled variant, its first call (the compilation), the number of graphs and "cached" when "
+        "÷ torch; for the compiled variant, its first call (the compilation), the number of graphs and `cached` when "
         "inductor loaded their code from its on-disk cache (from an earlier run) instead of compiling it.",
         "",
         bench.markdown_table(res.rows, res.bandwidth),

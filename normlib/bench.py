@@ -486,7 +486,7 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = 
     for variant in variants:
         fn = functions[variant]
         case.clear()
-        peak = peak_memory(lambda: case.call(fn))
+        peak = peak_memory(lambda fn=fn: case.call(fn))
         saved = None
         if mode == "forward+backward":
             saved = _hand.saved_for_backward(case.forward, fn).nbytes
@@ -561,7 +561,7 @@ def _graph_break_log():
     to their defaults afterwards."""
     import logging
 
-    import torch._dynamo.symbolic_convert  # noqa: F401  (creates the loggers)
+    import torch._dynamo.symbolic_convert  # creates the loggers
 
     messages: List[str] = []
 
