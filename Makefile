@@ -55,7 +55,7 @@ chapters: $(STAMP)
 notebooks: $(STAMP)
 	$(PY) tools/execute_notebooks.py
 
-## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in (about 5-10 minutes);
+## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in (2-5 minutes);
 ## writes benchmarks/results/normalization.{md,json,png} and roofline.png.
 bench: $(STAMP)
 	$(PY) benchmarks/normalization.py

@@ -14,7 +14,11 @@ the sizes and writes, to benchmarks/results/:
     normalization.png   time ÷ torch per variant, op, size and mode
     roofline.png        arithmetic intensity against GFLOP/s under the memory and compute roofs
 
-The targets are read here, never asserted in tests. Takes about 5–10 minutes on 2 cores.
+Before measuring it calls bench.keep_freed_memory(), so that the large outputs of each call
+reuse freed memory instead of fresh pages from the operating system (which, with glibc's
+malloc, cost more than a LayerNorm at 8192 × 4096); --fresh-memory leaves malloc alone.
+The targets are read here, never asserted in tests. Takes about 2 minutes on 2 cores, plus
+about 2 more the first time, while torch.compile fills its on-disk cache.
 """
 
 from __future__ import annotations

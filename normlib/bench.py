@@ -35,7 +35,9 @@ an input-sized float32 tensor (:func:`minimal_bytes`):
 the sizes benchmarked here. ``gbps`` is these bytes over the median time, and ``fraction``
 divides it by the copy bandwidth :func:`copy_bandwidth` measures (a large
 ``dst.copy_(src)``, counted as one read and one write). Both counts leave out the extra read
-a cache line costs before it is written (write-allocate), so they are counted alike. A
+a cache line costs before it is written (write-allocate), so they are counted alike. The
+copy is measured far beyond the caches; an input that fits in them (tens of MiB or less) can
+show a fraction above 1. A
 variant that moves more than the minimum (the readable one writes and reads back
 x − μ, its square, x̂, …) shows it as a lower fraction.
 
@@ -51,7 +53,11 @@ bytes it gives the arithmetic intensity that :func:`roofline` plots against the 
 GFLOP/s, under the copy bandwidth and the speed of a float32 matrix product
 (:func:`matmul_gflops`).
 
-Threads: whatever ``torch.get_num_threads()`` says; nothing here changes it.
+Threads: whatever ``torch.get_num_threads()`` says; nothing here changes it. Memory: each
+call allocates its output and gradients anew; with glibc's default ``malloc`` a large one
+arrives as fresh pages from the operating system, which can cost more than the
+normalization (:func:`keep_freed_memory`, which ``make bench`` calls, and which nothing here
+calls on its own).
 
 >>> row = measure("layer_norm", "torch", (64, 768), "forward", repeats=3, warmup=1)
 >>> row.op, row.variant, row.shape, row.mode, row.seconds > 0
