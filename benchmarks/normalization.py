@@ -52,7 +52,8 @@ def conditions_lines(res: bench.Results) -> list[str]:
         f"- copy bandwidth (`dst.copy_(src)`, 256 MiB, read + write): **{res.bandwidth:.1f} GB/s**, the higher of "
         f"{c['copy_gbps_before']:.1f} (before) and {c['copy_gbps_after']:.1f} (after the comparisons)",
         f"- copy into newly allocated memory (`src.clone()`): {c['fresh_copy_gbps']:.1f} GB/s with glibc's "
-        f"malloc as it starts; {c['fresh_copy_gbps_kept']} after `bench.keep_freed_memory()`",
+        f"malloc as it starts" + ("" if c["fresh_copy_gbps_kept"] is None else
+                                  f"; {c['fresh_copy_gbps_kept']:.1f} GB/s after `bench.keep_freed_memory()`"),
         f"- float32 matmul (2048 × 2048): **{res.matmul_gflops:.0f} GFLOP/s**; ridge point of the roofline: "
         f"{res.matmul_gflops / res.bandwidth:.1f} FLOP/byte",
         f"- freed memory kept for reuse (`bench.keep_freed_memory()`, so that large outputs reuse memory "
@@ -114,20 +115,30 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
+    parser.add_argument("--redraw", action="store_true",
+                        help="measure nothing: rewrite the table and the figures from the last run's normalization.json")
     args = parser.parse_args(argv)
+    if args.redraw:
+        write(bench.load(args.out / "normalization.json"), args.out)
+        return 0
 
     start = time.perf_counter()
     fresh = bench.copy_bandwidth(fresh=True)
     kept = False if args.fresh_memory else bench.keep_freed_memory()
-    fresh_kept = f"{bench.copy_bandwidth(fresh=True):.1f} GB/s" if kept else "(not used)"
+    fresh_kept = bench.copy_bandwidth(fresh=True) if kept else None
     compile_report = [bench.graph_breaks(op) for op in SIZES]
     res = bench.run(SIZES, repeats=args.repeats, warmup=args.warmup, progress=True)
     res.compile_report = compile_report
     res.conditions.update(keep_freed_memory=kept, fresh_copy_gbps=fresh, fresh_copy_gbps_kept=fresh_kept,
                           repeats=args.repeats, warmup=args.warmup)
     res.seconds = time.perf_counter() - start
+    write(res, args.out)
+    print(f"make bench took {res.seconds / 60:.1f} min ({res.seconds:.0f} s)")
+    return 0
 
-    out = args.out
+
+def write(res: bench.Results, out: Path) -> None:
+    """The table (printed too), the JSON and the two figures, into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     text = report(res)
     (out / "normalization.md").write_text(text, encoding="utf-8")
@@ -135,16 +146,17 @@ def main(argv=None) -> int:
     fig = bench.plot(res.rows)
     fig.savefig(out / "normalization.png", dpi=110)
     plt.close(fig)
-    largest = {op: max(shapes, key=math.prod)
-               for op, shapes in SIZES.items()}
-    fig = bench.roofline([r for r in res.rows if tuple(r.shape) == largest[r.op]], res.bandwidth, res.matmul_gflops)
+    largest = {}
+    for r in res.rows:
+        largest[r.op] = max(largest.get(r.op, r.shape), r.shape, key=math.prod)
+    title = "largest size of each op: " + ", ".join(f"{bench._shape_label(shape)}" for shape in largest.values())
+    fig = bench.roofline([r for r in res.rows if tuple(r.shape) == largest[r.op]], res.bandwidth,
+                         res.matmul_gflops, title=title)
     fig.savefig(out / "roofline.png", dpi=110)
     plt.close(fig)
 
     print(text)
     print(f"written to {out}/normalization.{{md,json,png}} and roofline.png")
-    print(f"make bench took {res.seconds / 60:.1f} min ({res.seconds:.0f} s)")
-    return 0
 
 
 if __name__ == "__main__":

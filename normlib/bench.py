@@ -927,7 +927,8 @@ def plot(rows: Sequence[Row], lang: str = "en"):
     return fig
 
 
-def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "en"):
+def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "en",
+             title: Optional[str] = None):
     """The roofline: each row's arithmetic intensity (FLOPs per minimal byte, from
     :data:`FLOPS_PER_ELEMENT` and :func:`minimal_bytes`) against its achieved GFLOP/s, under
     the two roofs — ``bandwidth × intensity`` (memory) and ``gflops`` (a float32 matmul).
@@ -962,6 +963,8 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
     ax.set_ylim(min([r.gflops for r in rows] + [bandwidth * lo]) / 2, gflops * 3)
     ax.set_xlabel(_label("intensity", lang))
     ax.set_ylabel(_label("gflops", lang))
+    if title:
+        ax.set_title(title, fontsize=9)
 
     def key(marker, label, colour="grey", filled=True):
         return Line2D([], [], linestyle="none", marker=marker, markeredgecolor=colour,
