@@ -45,7 +45,10 @@ x − μ, its square, x̂, …) shows it as a lower fraction.
 was allocated when the call began (:func:`peak_memory`; the output, the intermediates, the
 graph saved for backward and the fresh gradients all count; the inputs, γ, β and dy were
 allocated before). ``saved_bytes`` (forward+backward only): the bytes the forward leaves
-in the autograd graph for the backward, by :func:`normlib.autograd.saved_for_backward`.
+in the autograd graph for the backward, by :func:`normlib.autograd.saved_for_backward`
+(inputs saved count too: x is usually one of them). For the compiled variant these are the
+tensors its compiled backward keeps, as torch.compile's partitioner chose them (its
+autograd.Function saves them through the same hooks; measuring does not recompile).
 
 **FLOPs and the roofline.** :data:`FLOPS_PER_ELEMENT` counts the useful floating-point
 operations per input element of a fused implementation (documented there); over the minimal
