@@ -136,7 +136,7 @@ class Sharing:
     @property
     def count(self) -> int:
         """How many elements each statistic pools."""
-        return math.prod(self.view_shape[i] for i in self.view_axes)
+        return math.prod([self.view_shape[i] for i in self.view_axes])   # a list: torch.compile cannot trace a generator here
 
     @property
     def num_statistics(self) -> int:

@@ -85,7 +85,7 @@ import torch
 
 from . import autograd as _hand
 from . import functional as _readable
-from .i18n import check_lang
+from .i18n import text
 
 __all__ = [
     "OPS", "VARIANTS", "MODES", "PASSES", "FLOPS_PER_ELEMENT", "SMALL_SIZES",
@@ -856,27 +856,11 @@ def targets_markdown(rows: Sequence[Row], bandwidth: Optional[float] = None) -> 
 
 # --------------------------------------------------------------------------- figures
 
-_LABELS = {
-    "readable": ("읽기 쉬운 구현 + autograd", "readable + autograd"),
-    "hand": ("손으로 유도한 역전파", "hand-derived backward"),
-    "compiled": ("읽기 쉬운 구현 + torch.compile", "readable + torch.compile"),
-    "torch": ("PyTorch 내장", "PyTorch built-in"),
-    "forward": ("순전파", "forward"),
-    "forward+backward": ("순전파 + 역전파", "forward + backward"),
-    "time_ratio": ("시간 ÷ PyTorch 내장 (로그 눈금)", "time ÷ PyTorch built-in (log scale)"),
-    "shape": ("입력 크기", "input shape"),
-    "intensity": ("산술 강도 (FLOP / 최소 바이트)", "arithmetic intensity (FLOP per minimal byte)"),
-    "gflops": ("달성한 GFLOP/s", "achieved GFLOP/s"),
-    "memory_roof": ("메모리 복사 {bw:.1f} GB/s", "memory copy {bw:.1f} GB/s"),
-    "compute_roof": ("float32 행렬곱 {gf:.0f} GFLOP/s", "float32 matmul {gf:.0f} GFLOP/s"),
-    "layer_norm": ("LayerNorm", "LayerNorm"),
-    "rms_norm": ("RMSNorm", "RMSNorm"),
-    "batch_norm2d": ("BatchNorm2d", "BatchNorm2d"),
-}
 
 
 def _label(key: str, lang: str) -> str:
-    return _LABELS[key][0 if check_lang(lang) == "ko" else 1]
+    """A figure label in ``lang``, from normlib.i18n (keys ``bench:<key>``)."""
+    return text(f"bench:{key}", lang)
 
 
 def _colours() -> Dict[str, str]:

@@ -88,6 +88,22 @@ _PAIRS = {
     "impl_reference": ("읽기 쉬운 구현 + autograd", "readable + autograd"),
     "impl_hand": ("손으로 유도한 역전파", "hand-derived backward"),
     "impl_torch": ("PyTorch 내장", "PyTorch built-in"),
+    # normlib.bench's figures (chapter 8)
+    "bench:readable": ("읽기 쉬운 구현 + autograd", "readable + autograd"),
+    "bench:hand": ("손으로 유도한 역전파", "hand-derived backward"),
+    "bench:compiled": ("읽기 쉬운 구현 + torch.compile", "readable + torch.compile"),
+    "bench:torch": ("PyTorch 내장", "PyTorch built-in"),
+    "bench:forward": ("순전파", "forward"),
+    "bench:forward+backward": ("순전파 + 역전파", "forward + backward"),
+    "bench:time_ratio": ("시간 ÷ PyTorch 내장 (로그 눈금)", "time ÷ PyTorch built-in (log scale)"),
+    "bench:shape": ("입력 크기", "input shape"),
+    "bench:intensity": ("산술 강도 (FLOP / 최소 바이트)", "arithmetic intensity (FLOP per minimal byte)"),
+    "bench:gflops": ("달성한 GFLOP/s", "achieved GFLOP/s"),
+    "bench:memory_roof": ("메모리 복사 {bw:.1f} GB/s", "memory copy {bw:.1f} GB/s"),
+    "bench:compute_roof": ("float32 행렬곱 {gf:.0f} GFLOP/s", "float32 matmul {gf:.0f} GFLOP/s"),
+    "bench:layer_norm": ("LayerNorm", "LayerNorm"),
+    "bench:rms_norm": ("RMSNorm", "RMSNorm"),
+    "bench:batch_norm2d": ("BatchNorm2d", "BatchNorm2d"),
 }
 
 STRINGS = {
