@@ -87,7 +87,7 @@ def _input_grad(g: Tensor, x_hat: Tensor, rstd: Tensor, dims: Dims, center: bool
     return rstd * dx
 
 
-def _backward(ctx, grad_output: Tensor, param_view: Sequence[int]):
+def _backward(ctx, grad_output: Tensor):
     """(∂L/∂x, ∂L/∂γ, ∂L/∂β) from what the forward saved: x, γ, μ, r."""
     input, weight, mean, rstd = ctx.saved_tensors
     dims, center = ctx.dims, ctx.center
@@ -101,7 +101,7 @@ def _backward(ctx, grad_output: Tensor, param_view: Sequence[int]):
     x_hat = _normalized(x, mean, rstd)
     grad_input = grad_weight = grad_bias = None
     if ctx.needs_input_grad[0]:
-        g = dy if weight is None else dy * weight.to(dtype).reshape(param_view)
+        g = dy if weight is None else dy * weight.to(dtype).reshape(ctx.param_view)
         grad_input = _input_grad(g, x_hat, rstd, dims, center).to(input.dtype)
     other = tuple(d for d in range(x.dim()) if d not in ctx.param_dims)   # the axes γ and β are shared over
     total = lambda t: t.sum(dim=other) if other else t     # (sum over no dims: nothing to add up)
@@ -113,10 +113,14 @@ def _backward(ctx, grad_output: Tensor, param_view: Sequence[int]):
 
 
 def _remember(ctx, input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], mean: Optional[Tensor],
-              rstd: Tensor, dims: Dims, param_dims: Dims, eps: float, center: bool) -> None:
-    """Save x, γ, μ, r (tensors) and the few numbers the backward needs — nothing else."""
+              rstd: Tensor, dims: Dims, param_dims: Dims, param_view: Sequence[int], eps: float,
+              center: bool) -> None:
+    """Save x, γ, μ, r (tensors) and the few numbers the backward needs — nothing else.
+
+    ``param_dims`` are the input axes γ and β run along; ``param_view`` is how γ is viewed to
+    broadcast against the input (the forward used the same view)."""
     ctx.save_for_backward(input, weight, mean, rstd)
-    ctx.dims, ctx.param_dims, ctx.eps, ctx.center = dims, param_dims, eps, center
+    ctx.dims, ctx.param_dims, ctx.param_view, ctx.eps, ctx.center = dims, param_dims, param_view, eps, center
     ctx.has_bias = bias is not None
     if bias is not None:
         ctx.bias_shape, ctx.bias_dtype = bias.shape, bias.dtype
@@ -145,14 +149,14 @@ class LayerNormFunction(torch.autograd.Function):
         dims = tuple(range(input.dim() - k, input.dim()))
         x = input.to(_compute_dtype(input.dtype))
         mean, _, rstd = _statistics(x, dims, eps, center=True)
-        y = _affine(_normalized(x, mean, rstd), weight, bias, input.shape[input.dim() - k:])
-        _remember(ctx, input, weight, bias, mean, rstd, dims, dims, eps, center=True)
+        view = input.shape[input.dim() - k:]
+        y = _affine(_normalized(x, mean, rstd), weight, bias, view)
+        _remember(ctx, input, weight, bias, mean, rstd, dims, dims, view, eps, center=True)
         return y.to(input.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
-        input = ctx.saved_tensors[0]
-        return (*_backward(ctx, grad_output, input.shape[input.dim() - len(ctx.dims):]), None, None)
+        return (*_backward(ctx, grad_output), None, None)
 
 
 class RMSNormFunction(torch.autograd.Function):
@@ -166,14 +170,14 @@ class RMSNormFunction(torch.autograd.Function):
         dims = tuple(range(input.dim() - k, input.dim()))
         x = input.to(_compute_dtype(input.dtype))
         _, _, rstd = _statistics(x, dims, eps, center=False)
-        y = _affine(_normalized(x, None, rstd), weight, None, input.shape[input.dim() - k:])
-        _remember(ctx, input, weight, None, None, rstd, dims, dims, eps, center=False)
+        view = input.shape[input.dim() - k:]
+        y = _affine(_normalized(x, None, rstd), weight, None, view)
+        _remember(ctx, input, weight, None, None, rstd, dims, dims, view, eps, center=False)
         return y.to(input.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
-        input = ctx.saved_tensors[0]
-        grad_input, grad_weight, _ = _backward(ctx, grad_output, input.shape[input.dim() - len(ctx.dims):])
+        grad_input, grad_weight, _ = _backward(ctx, grad_output)
         return grad_input, grad_weight, None, None
 
 
@@ -192,15 +196,14 @@ class BatchNormFunction(torch.autograd.Function):
         x = input.to(_compute_dtype(input.dtype))
         mean, var, rstd = _statistics(x, dims, eps, center=True)
         y = _affine(_normalized(x, mean, rstd), weight, bias, view)
-        _remember(ctx, input, weight, bias, mean, rstd, dims, (1,), eps, center=True)
+        _remember(ctx, input, weight, bias, mean, rstd, dims, (1,), view, eps, center=True)
         mean, var = mean.reshape(-1), var.reshape(-1)
         ctx.mark_non_differentiable(mean, var)
         return y.to(input.dtype), mean, var
 
     @staticmethod
     def backward(ctx, grad_output, _grad_mean, _grad_var):
-        view = (1, -1) + (1,) * (grad_output.dim() - 2)
-        return (*_backward(ctx, grad_output, view), None)
+        return (*_backward(ctx, grad_output), None)
 
 
 # --------------------------------------------------------------------------- functional interface
