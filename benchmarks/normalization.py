@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,10 +34,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as TF  # noqa: E402
 
-import normlib.functional as NF  # noqa: E402
 from normlib import bench  # noqa: E402
 
 # Transformer activations: (tokens, D), 8192 tokens (e.g. a batch of 8 sequences of 1024).
@@ -116,28 +112,12 @@ def report(res: bench.Results) -> str:
 
 def without_affine(shape, repeats: int, warmup: int) -> dict:
     """LayerNorm forward+backward without γ and β, torch's built-in against the compiled readable
-    version, timed in turn: the same comparison as target 2 minus the two column sums
-    (∂L/∂γ, ∂L/∂β) over all rows. If the ratio drops to about 1 here, the gap of target 2 is in
-    the code inductor generates for those sums, not in the rest of the layer."""
-    torch._dynamo.reset()
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, generator=gen).requires_grad_(True)
-    dy = torch.randn(shape, generator=gen)
-    compiled = torch.compile(lambda t: NF.layer_norm(t, shape[-1:]), dynamic=False)
-    calls = {
-        "torch": lambda: torch.autograd.grad(TF.layer_norm(x, shape[-1:]), x, dy),
-        "compiled": lambda: torch.autograd.grad(compiled(x), x, dy),
-    }
-    times = {name: [] for name in calls}
-    for _ in range(warmup):
-        for call in calls.values():
-            call()
-    for _ in range(repeats):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            times[name].append(time.perf_counter() - start)
-    ms = {name: 1000 * statistics.median(t) for name, t in times.items()}
+    version (bench.compare, timed in turn): the same comparison as target 2 minus the two column
+    sums (∂L/∂γ, ∂L/∂β) over all rows. If the ratio drops to about 1 here, the gap of target 2 is
+    in the code inductor generates for those sums, not in the rest of the layer."""
+    rows = {r.variant: r for r in bench.compare("layer_norm", shape, "forward+backward", ("compiled", "torch"),
+                                                 repeats, warmup, affine=False)}
+    ms = {name: 1000 * r.seconds for name, r in rows.items()}
     return {"shape": list(shape), "torch_ms": ms["torch"], "compiled_ms": ms["compiled"],
             "ratio": ms["compiled"] / ms["torch"]}
 

@@ -356,13 +356,14 @@ def _function(op: str, variant: str) -> Callable:
 class _Case:
     """Seeded inputs of one (op, shape, mode), and how to call a variant on them."""
 
-    def __init__(self, op: str, shape: Shape, mode: str, seed: int = 0) -> None:
+    def __init__(self, op: str, shape: Shape, mode: str, seed: int = 0, affine: bool = True) -> None:
         gen = torch.Generator().manual_seed(seed)
         features = shape[1] if op == "batch_norm2d" else shape[-1]
         grad = mode == "forward+backward"
         self.x = torch.randn(shape, generator=gen).requires_grad_(grad)
-        self.weight = (1 + 0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
-        self.bias = None if op == "rms_norm" else (0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
+        weight = (1 + 0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
+        bias = None if op == "rms_norm" else (0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
+        self.weight, self.bias = (weight, bias) if affine else (None, None)
         self.state = (torch.zeros(features), torch.ones(features)) if op == "batch_norm2d" else None
         self.dy = torch.randn(shape, generator=gen) if grad else None
         self.mode = mode
@@ -437,13 +438,14 @@ def _compile_counts() -> Tuple[int, int]:
 
 def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = VARIANTS,
             repeats: int = 10, warmup: int = 2, bandwidth: Optional[float] = None,
-            seed: int = 0) -> List[Row]:
+            seed: int = 0, affine: bool = True) -> List[Row]:
     """Time ``variants`` of ``op`` on one input of ``shape``, interleaved; one :class:`Row` each.
 
     ``op``: ``"layer_norm"`` or ``"rms_norm"`` (shape ``(rows, D)``, normalized over D) or
     ``"batch_norm2d"`` (shape ``(N, C, H, W)``, training mode, with running statistics);
     ``mode``: ``"forward"`` or ``"forward+backward"``. ``bandwidth`` (GB/s, e.g. from
-    :func:`copy_bandwidth`) gives each row its ``fraction``.
+    :func:`copy_bandwidth`) gives each row its ``fraction``. ``affine=False`` leaves out γ and β
+    (and so their gradients): ``make bench`` uses it to see what those two column sums cost.
 
     The compiled variant calls ``torch._dynamo.reset()`` first and compiles for this shape and
     mode only (``dynamic=False``): otherwise a run over many shapes would reach dynamo's
@@ -460,7 +462,7 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = 
     shape = _check(op, variants, mode, shape)
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got repeats={repeats}, warmup={warmup}")
-    case = _Case(op, shape, mode, seed)
+    case = _Case(op, shape, mode, seed, affine)
     functions, compile_seconds, graphs, cached = {}, None, None, None
     for variant in variants:
         if variant == "compiled":

@@ -109,6 +109,15 @@ def test_saved_bytes_and_peak_are_recorded_per_mode():
     assert row.saved_bytes is None and row.compile_seconds is None
 
 
+def test_affine_false_leaves_out_gamma_and_beta():
+    with_params = bench.compare("layer_norm", (4, 8), "forward+backward", variants=("hand",), repeats=1, warmup=0)
+    without = bench.compare("layer_norm", (4, 8), "forward+backward", variants=("hand",), repeats=1, warmup=0,
+                            affine=False)
+    # hand-derived backward saves x (4·8 floats), μ and 1/σ (4 each), and γ (8) only with the affine step
+    assert with_params[0].saved_bytes == 4 * (32 + 4 + 4 + 8)
+    assert without[0].saved_bytes == 4 * (32 + 4 + 4)
+
+
 # ------------------------------------------------------------------ the table, the targets, a run
 
 def test_table_has_every_row_and_torch_over_itself_is_one():
