@@ -144,14 +144,16 @@ def _rms_eps(eps: Optional[float], dtype: torch.dtype) -> float:
 
 def _checked_batch_axes(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                         weight: Optional[Tensor], bias: Optional[Tensor], training: bool, momentum,
-                        eps: float) -> Tuple[Sharing, float]:
-    """The checks of batch_norm (also used by :mod:`normlib.autograd`); returns the axes and momentum."""
-    _check_floating("batch_norm", input)
+                        eps: float, *, fn: str = "batch_norm", local_count: bool = True) -> Tuple[Sharing, float]:
+    """The checks of batch_norm (also used by :mod:`normlib.autograd` and :mod:`normlib.distributed`);
+    returns the axes and momentum. ``local_count=False`` leaves the "more than 1 value per channel"
+    check to the caller (synchronized BatchNorm counts the values of every process)."""
+    _check_floating(fn, input)
     s = axes.batch_norm_axes(input.shape)
-    _check_channel_params("batch_norm", input, True, running_mean=running_mean, running_var=running_var,
+    _check_channel_params(fn, input, True, running_mean=running_mean, running_var=running_var,
                           weight=weight, bias=bias)
-    momentum = _check_momentum("batch_norm", momentum)
-    if training and s.count == 1:
+    momentum = _check_momentum(fn, momentum)
+    if training and local_count and s.count == 1:
         raise NormInputError(
             f"batch_norm in training mode needs more than 1 value per channel to compute a "
             f"variance, but got an input of shape {_fmt(input.shape)} (N × spatial = 1). Use a "
@@ -159,9 +161,9 @@ def _checked_batch_axes(input: Tensor, running_mean: Optional[Tensor], running_v
         )
     # PyTorch (2.13) refuses these eps values; so does normlib.
     if training and eps <= 0:
-        raise NormInputError(f"batch_norm in training mode expects eps > 0, but got eps={eps}")
+        raise NormInputError(f"{fn} in training mode expects eps > 0, but got eps={eps}")
     if eps < 0:
-        raise NormInputError(f"batch_norm expects eps >= 0, but got eps={eps}")
+        raise NormInputError(f"{fn} expects eps >= 0, but got eps={eps}")
     return s, momentum
 
 

@@ -231,6 +231,11 @@ class _BatchNorm(_NormBase):
     _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
 
     def forward(self, input: Tensor) -> Tensor:
+        return self._functional.batch_norm(*self._batch_norm_args(input))
+
+    def _batch_norm_args(self, input: Tensor) -> tuple:
+        """Check ``input``, count the batch, and return ``batch_norm``'s arguments for this call:
+        ``(input, running_mean, running_var, weight, bias, training, momentum, eps)``."""
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -240,12 +245,8 @@ class _BatchNorm(_NormBase):
         use_batch_stats = self.training or self.running_mean is None
         # The running statistics are passed where they are read (eval) or updated (training, tracked).
         keep = self.track_running_stats or not self.training
-        return self._functional.batch_norm(
-            input,
-            self.running_mean if keep else None,
-            self.running_var if keep else None,
-            self.weight, self.bias, use_batch_stats, factor, self.eps,
-        )
+        return (input, self.running_mean if keep else None, self.running_var if keep else None,
+                self.weight, self.bias, use_batch_stats, factor, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
