@@ -132,20 +132,27 @@ def _group(process_group):
 def local_moments(x: Tensor) -> Moments:
     """``(count, mean, M2)`` per channel of this process's ``(N, C, *)`` slice, in two passes.
 
-    ``mean`` and ``M2`` have shape ``(C,)``; an empty slice gives count 0 and zeros.
+    The second pass, over ``d = x − mean``, also gives back what rounding left in the first
+    mean: ``mean(d)`` is 0 in exact arithmetic, and ``mean + mean(d)`` is the mean to about the
+    rounding of the *spread* instead of that of ``|mean|`` (the "corrected two-pass" of Chan,
+    Golub and LeVeque; ``M2 = Σ d² − n·mean(d)²`` to match). These parts then travel in float64,
+    so an offset of 1e3 in float32 costs the merged mean no more than single-process BatchNorm.
+    ``mean`` and ``M2`` have shape ``(C,)`` (float64); an empty slice gives count 0 and zeros.
 
     >>> m = local_moments(torch.tensor([[2.0], [4.0]]))      # feature 1 of rows A and B
     >>> m.count, m.mean, m.m2
-    (2, tensor([3.]), tensor([2.]))
+    (2, tensor([3.], dtype=torch.float64), tensor([2.], dtype=torch.float64))
     """
     dims = (0, *range(2, x.dim()))
     count = x.numel() // x.shape[1] if x.shape[1] else 0
     if count == 0:
-        zeros = x.new_zeros(x.shape[1])
+        zeros = x.new_zeros(x.shape[1], dtype=torch.float64)
         return Moments(0, zeros, zeros.clone())
     mean = x.mean(dim=dims, keepdim=True)
-    centered = x - mean
-    return Moments(count, mean.reshape(-1), (centered * centered).sum(dim=dims))
+    d = x - mean
+    correction = d.mean(dim=dims).to(torch.float64)
+    m2 = (d * d).sum(dim=dims).to(torch.float64) - count * correction * correction
+    return Moments(count, mean.reshape(-1).to(torch.float64) + correction, m2)
 
 
 def gather_moments(local: Moments, process_group=None) -> List[Moments]:
@@ -275,8 +282,10 @@ class SyncBatchNorm(modules._BatchNorm):
     In training mode inside an initialized process group of more than one process, the batch
     mean and variance are merged across the group (:func:`sync_batch_norm`); every process ends
     the step with the same running statistics. **Outside an initialized process group, with a
-    group of one process, or in evaluation mode (running statistics), it behaves exactly as
-    ordinary BatchNorm** (:class:`normlib.BatchNorm1d/2d/3d`) and exchanges nothing.
+    group of one process, or in evaluation mode, it behaves exactly as ordinary BatchNorm**
+    (:class:`normlib.BatchNorm1d/2d/3d`) and exchanges nothing: evaluation uses the running
+    statistics (or, with ``track_running_stats=False``, this process's own batch, as
+    ``torch.nn.SyncBatchNorm`` does).
 
     >>> bn = SyncBatchNorm(1)                                   # no process group here
     >>> bn(torch.tensor([[2.0], [4.0], [6.0], [8.0]])).flatten().detach()
@@ -298,7 +307,12 @@ class SyncBatchNorm(modules._BatchNorm):
                                  f"of shape {_fmt(input.shape)}")
 
     def forward(self, input: Tensor) -> Tensor:
-        return sync_batch_norm(*self._batch_norm_args(input), process_group=self.process_group)
+        args = self._batch_norm_args(input)
+        if not self.training:
+            # Evaluation: the running statistics, or (untracked) this process's own batch, as
+            # torch.nn.SyncBatchNorm does: nothing is exchanged outside training.
+            return F.batch_norm(*args)
+        return sync_batch_norm(*args, process_group=self.process_group)
 
     @classmethod
     def convert_sync_batchnorm(cls, module: nn.Module, process_group: Any = None) -> nn.Module:
@@ -357,15 +371,18 @@ def _worker(rank: int, world_size: int, store: str, backend: str, timeout: float
     try:
         dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=timeout))
-        try:
-            value = fn(rank, world_size, *args)
-        finally:
-            dist.destroy_process_group()
         buffer = io.BytesIO()
-        torch.save(value, buffer)           # by value: nothing shared with a process about to exit
-        results.put((rank, "ok", buffer.getvalue()))
+        torch.save(fn(rank, world_size, *args), buffer)   # by value: nothing shared with an exiting process
+        report = (rank, "ok", buffer.getvalue())
     except BaseException:                   # report everything, even KeyboardInterrupt/SystemExit
-        results.put((rank, "error", traceback.format_exc()))
+        report = (rank, "error", traceback.format_exc())
+    # Deliver the report before leaving the group: leaving breaks the peers' collectives, and
+    # their "connection reset" must not arrive before the error that caused it.
+    results.put(report)
+    results.close()
+    results.join_thread()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 60.0, threads: int = 1,
@@ -420,27 +437,54 @@ def _collect(processes: Sequence, results, timeout: float) -> List[Any]:
     world_size = len(processes)
     deadline = time.monotonic() + timeout
     values: dict = {}
-    exited_at: dict = {}
+    errors: dict = {}
     while len(values) < world_size:
-        try:
-            rank, status, payload = results.get(timeout=0.1)
-        except queue.Empty:
-            now = time.monotonic()
-            for rank, p in enumerate(processes):
-                # A process that exited without a report (killed, crashed, os._exit): allow a
-                # moment for a report already on its way through the queue, then give up.
-                if rank not in values and p.exitcode is not None:
-                    exited_at.setdefault(rank, now)
-                    if now - exited_at[rank] > 2.0:
-                        raise WorkerError(f"rank {rank} of {world_size} exited with code {p.exitcode} "
-                                          f"without returning a result")
-            if now > deadline:
-                missing = [r for r in range(world_size) if r not in values]
-                raise WorkerError(f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
-                                  f"of {world_size} did not finish within timeout={timeout:g} s "
-                                  f"(stopped; a process waiting for a peer in a collective never returns)")
-            continue
-        if status == "error":
-            raise WorkerError(f"rank {rank} of {world_size} failed:\n{payload}")
-        values[rank] = torch.load(io.BytesIO(payload), weights_only=False)
+        _receive(results, values, errors, wait=0.1)
+        if errors or _silent(processes, values, errors):
+            raise _failure(processes, results, values, errors)
+        if time.monotonic() > deadline:
+            missing = [r for r in range(world_size) if r not in values]
+            raise WorkerError(f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
+                              f"of {world_size} did not finish within timeout={timeout:g} s "
+                              f"(stopped; a process waiting for a peer in a collective never returns)")
     return [values[rank] for rank in range(world_size)]
+
+
+def _receive(results, values: dict, errors: dict, wait: float) -> bool:
+    try:
+        rank, status, payload = results.get(timeout=wait)
+    except queue.Empty:
+        return False
+    if status == "ok":
+        values[rank] = torch.load(io.BytesIO(payload), weights_only=False)
+    else:
+        errors[rank] = payload
+    return True
+
+
+def _silent(processes: Sequence, values: dict, errors: dict) -> List[int]:
+    """Ranks whose process has ended without a report (killed, crashed, ``os._exit``)."""
+    return [r for r, p in enumerate(processes) if p.exitcode is not None and r not in values and r not in errors]
+
+
+def _failure(processes: Sequence, results, values: dict, errors: dict, grace: float = 1.0) -> WorkerError:
+    """Say which rank failed first. When one process fails, its peers soon fail too, in the
+    collective it left ("connection reset"): collect reports for a moment, then blame a rank that
+    died without a report, or else the first error received, and name the others after it."""
+    world_size = len(processes)
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        _receive(results, values, errors, wait=0.05)
+    silent = _silent(processes, values, errors)
+    if silent:
+        rank = silent[0]
+        message = (f"rank {rank} of {world_size} exited with code {processes[rank].exitcode} "
+                   f"without returning a result")
+    else:
+        rank = next(iter(errors))
+        message = f"rank {rank} of {world_size} failed:\n{errors[rank]}"
+    others = [r for r in errors if r != rank]
+    if others:
+        last_line = lambda tb: tb.strip().splitlines()[-1]
+        message += "\nthen, waiting for it: " + "; ".join(f"rank {r}: {last_line(errors[r])}" for r in others)
+    return WorkerError(message)
