@@ -503,3 +503,12 @@ def test_convert_sync_batchnorm_keeps_parameters_and_buffers():
     torch.testing.assert_close(model(x), expected)       # eval: the same running statistics
     single = D.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(7, eps=1e-3, track_running_stats=False))
     assert isinstance(single, D.SyncBatchNorm) and single.eps == 1e-3 and single.running_mean is None
+
+
+def test_split_steps_rejects_a_split_that_does_not_fit():
+    """(Chapter 9's demo function; the notebook runs it live, nbval checks its printed results.)"""
+    x = torch.zeros(4, 3)
+    with pytest.raises(ValueError, match=r"each split must give 2 row counts adding up to 4, got \[1, 1\]"):
+        D.split_steps(0, 2, x, x, [[1, 1]])
+    with pytest.raises(ValueError, match=r"got \[4\]"):
+        D.split_steps(0, 2, x, x, [[4]])
