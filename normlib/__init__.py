@@ -6,11 +6,12 @@ tensor([[-1.2247,  0.0000,  1.2247]])
 
 Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib.stats`
 (mean and variance four ways), :mod:`normlib.functional` (the formulas),
-:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``) and :mod:`normlib.autograd`
-(LayerNorm, RMSNorm and BatchNorm with backward passes derived by hand).
+:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``), :mod:`normlib.autograd`
+(LayerNorm, RMSNorm and BatchNorm with backward passes derived by hand) and
+:mod:`normlib.distributed` (BatchNorm with statistics synchronized across processes).
 """
 
-from . import autograd, axes, functional, stats
+from . import autograd, axes, distributed, functional, stats
 from .axes import NormInputError
 from .functional import NormDtypeError
 from .modules import (
@@ -28,7 +29,7 @@ from .modules import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "autograd", "axes", "functional", "stats", "NormInputError", "NormDtypeError",
+    "autograd", "axes", "distributed", "functional", "stats", "NormInputError", "NormDtypeError",
     "LayerNorm", "RMSNorm", "GroupNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
