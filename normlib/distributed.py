@@ -65,7 +65,7 @@ from .stats import Moments, merge_all
 __all__ = [
     "SyncBatchNorm", "sync_batch_norm", "SyncBatchNormFunction",
     "local_moments", "gather_moments", "is_synchronized",
-    "Collective", "traffic", "launch", "WorkerError", "step_on_slice",
+    "Collective", "traffic", "launch", "WorkerError", "split_steps",
 ]
 
 

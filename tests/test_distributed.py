@@ -179,6 +179,8 @@ def test_one_all_gather_forward_and_one_all_reduce_backward_per_training_step(la
                     ("all_gather", 2 * c + 1, torch.float64, world_size),   # count, C means, C M2s
                     ("all_reduce", 2 * c, dtype, world_size),               # Σ dy and Σ dy·x̂ per channel
                 ], f"rank {rank}, {case['name']}, {dtype}"
+                itemsize = 4 if dtype == torch.float32 else 8
+                assert [k.nbytes for k in step["calls"]] == [(2 * c + 1) * 8, 2 * c * itemsize]
             # Evaluation exchanges nothing (running statistics, or the local batch if untracked).
             assert steps[STEPS]["calls"] == [], f"rank {rank}, {case['name']}, eval step"
 
