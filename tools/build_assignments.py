@@ -1,0 +1,159 @@
+"""Write the Korean and English nbgrader source notebooks of each assignment from one bilingual source.
+
+    python tools/build_assignments.py              # every assignments/src/*.md
+    python tools/build_assignments.py 01_layernorm
+
+``assignments/src/NN_name.md`` becomes ``assignments/source/NN_name_ko/NN_name.ipynb`` and
+``assignments/source/NN_name_en/NN_name.ipynb``: two separate nbgrader assignments with the same
+grade ids and points, so a teacher who teaches in one language releases and grades that one out
+of full marks (README, "Classroom"). tests/test_assignments.py fails when the committed
+notebooks no longer match their source.
+
+Source format: blocks start with a marker line ``<!-- kind [options] -->`` (as in the chapters'
+sources, ``tools/build_chapters.py``).
+
+``<!-- ko -->`` / ``<!-- en -->``
+    a Markdown cell in that language only, read-only for the student (nbgrader ``locked``).
+``<!-- setup -->``
+    the read-only code cell after the install cell; ``LANG = "ko"`` or ``"en"`` is put before its
+    code, the only code that differs between the languages.
+``<!-- code -->``
+    an ordinary code cell in both languages, free to edit and not graded.
+``<!-- solution GRADE_ID -->``
+    the student's answer cell: ``### BEGIN SOLUTION`` … ``### END SOLUTION`` regions become
+    nbgrader's stub in the release.
+``<!-- tests GRADE_ID POINTS -->``
+    an autograded, read-only test cell worth POINTS; ``### BEGIN HIDDEN TESTS`` …
+    ``### END HIDDEN TESTS`` is removed from the release and restored when grading.
+
+In code blocks a line ``#ko: words`` becomes ``# words`` in the Korean notebook only, ``#en:`` in
+the English one only. The first code cell of every notebook is the chapters' install cell
+(normlib from the book's repository when it is not importable), read-only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_chapters import KERNEL, LANGS, MARKER, code_for, install_cell  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "assignments" / "src"
+SOURCE = ROOT / "assignments" / "source"
+KINDS = {"ko": 0, "en": 0, "setup": 0, "code": 0, "solution": 1, "tests": 2}   # kind: number of options
+
+
+class SourceError(ValueError):
+    pass
+
+
+def parse(text: str, name: str) -> list[dict]:
+    """The blocks of an assignment source, in order: dicts with kind, options, body and line."""
+    blocks: list[dict] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        m = MARKER.match(line)
+        if m:
+            blocks.append({"kind": m.group(1), "options": m.group(2).split(), "lines": [], "line": number})
+        elif blocks:
+            blocks[-1]["lines"].append(line)
+        elif line.strip():
+            raise SourceError(f"{name}:{number}: text before the first <!-- marker -->")
+    ids = set()
+    for b in blocks:
+        b["body"] = "\n".join(b.pop("lines")).strip("\n")
+        where = f"{name}:{b['line']}"
+        if b["kind"] not in KINDS:
+            raise SourceError(f"{where}: unknown block kind {b['kind']!r}; expected one of {', '.join(KINDS)}")
+        if len(b["options"]) != KINDS[b["kind"]]:
+            raise SourceError(f"{where}: {b['kind']} takes {KINDS[b['kind']]} option(s), got {b['options']}")
+        if not b["body"]:
+            raise SourceError(f"{where}: empty {b['kind']} block")
+        if b["kind"] in ("solution", "tests"):
+            if b["options"][0] in ids:
+                raise SourceError(f"{where}: grade id {b['options'][0]!r} is used twice")
+            ids.add(b["options"][0])
+        if b["kind"] == "tests" and not b["options"][1].isdigit():
+            raise SourceError(f"{where}: points must be a whole number, got {b['options'][1]!r}")
+        if b["kind"] == "solution" and "### BEGIN SOLUTION" not in b["body"]:
+            raise SourceError(f"{where}: a solution block needs a ### BEGIN SOLUTION region")
+    if not any(b["kind"] == "tests" for b in blocks):
+        raise SourceError(f"{name}: no tests block, nothing to grade")
+    return blocks
+
+
+def _nbgrader(cell, grade_id: str, *, grade=False, solution=False, locked=False, points=None):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
+            "task": False}
+    if points is not None:
+        meta["points"] = points
+    cell.metadata["nbgrader"] = meta
+    return cell
+
+
+def notebook(blocks: list[dict], lang: str) -> nbformat.NotebookNode:
+    """The nbgrader source notebook of one language."""
+    nb = nbformat.v4.new_notebook(metadata=dict(KERNEL))
+    cells = nb.cells
+    texts = 0
+    for b in blocks:
+        kind, body = b["kind"], b["body"]
+        if kind in LANGS:
+            if kind == lang:
+                texts += 1
+                cells.append(_nbgrader(nbformat.v4.new_markdown_cell(body), f"text_{texts:02d}", locked=True))
+            continue
+        source = code_for(body, lang)
+        if kind == "setup":
+            cells.append(_nbgrader(install_cell(), "install", locked=True))
+            cells.append(_nbgrader(nbformat.v4.new_code_cell(f'LANG = "{lang}"\n' + source), "setup", locked=True))
+        elif kind == "code":
+            cells.append(nbformat.v4.new_code_cell(source))
+        elif kind == "solution":
+            cells.append(_nbgrader(nbformat.v4.new_code_cell(source), b["options"][0], solution=True))
+        else:
+            grade_id, points = b["options"]
+            cells.append(_nbgrader(nbformat.v4.new_code_cell(source), grade_id, grade=True, locked=True,
+                                   points=int(points)))
+    for index, cell in enumerate(cells):
+        cell.metadata.pop("tags", None)       # the install cell's remove-cell tag is for the book only
+        cell.id = f"{lang}-{index:03d}"
+    return nb
+
+
+def targets(stem: str) -> dict[str, Path]:
+    """Where the notebooks of ``stem`` go, by language."""
+    return {lang: SOURCE / f"{stem}_{lang}" / f"{stem}.ipynb" for lang in LANGS}
+
+
+def build(stem: str) -> list[Path]:
+    source = SRC / f"{stem}.md"
+    blocks = parse(source.read_text(encoding="utf-8"), source.name)
+    written = []
+    for lang, path in targets(stem).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook(blocks, lang), path)
+        written.append(path)
+    return written
+
+
+def stems() -> list[str]:
+    return sorted(p.stem for p in SRC.glob("*.md"))
+
+
+def main(args: list[str]) -> int:
+    unknown = sorted(set(args) - set(stems()))
+    if unknown:
+        print(f"no source assignments/src/{unknown[0]}.md; the sources are: {', '.join(stems())}", file=sys.stderr)
+        return 2
+    for stem in args or stems():
+        for path in build(stem):
+            print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
