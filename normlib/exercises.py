@@ -281,7 +281,8 @@ def _explain(report: _Report, got: Tensor, x: Tensor, spec: _Norm, weight, bias,
             continue
         if pool != spec.pool:
             if pool.key:
-                report.diagnose("axes", "ex:diag:pooling", spec.pooling_section,
+                report.diagnose("interleaved" if pool.key == "ex:pool:interleaved" else "axes", "ex:diag:pooling",
+                                spec.pooling_section,
                                 got=pool.describe(report), expected=spec.pool.describe(report))
             else:
                 report.diagnose("axes", "ex:diag:axes", spec.pooling_section, got=_index(pool.dims),
@@ -866,7 +867,7 @@ def check_axes(fn: Callable, lang: str = "en", *, cases=AXES_CASES) -> None:
             slip, section = sections[method]
             report.diagnose(slip, f"ex:diag:{slip}", section)
     if wrong:
-        report.lines.insert(0, report.t("ex:axes_title", name=name, count=wrong, total=len(cases)))
+        report.lines.insert(0, report.t("ex:axes_title", count=wrong, total=len(cases)))
         report.fail()
     _passed(lang, name, len(cases))
 
