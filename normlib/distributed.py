@@ -398,7 +398,9 @@ def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 60.0, thr
 
     Nothing is left running: if any process raises, exits early or the whole run takes longer
     than ``timeout`` seconds, the other processes are stopped and :class:`WorkerError` says which
-    rank failed and how (with its traceback).
+    rank failed and how (with its traceback). ``timeout`` counts from the start, so it includes
+    each process importing torch (a second or two, several on a busy machine); it also bounds
+    every collective inside, so a process left waiting for a dead peer gives up too.
     """
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be a positive int, got {world_size!r}")
