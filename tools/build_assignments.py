@@ -13,7 +13,11 @@ Source format: blocks start with a marker line ``<!-- kind [options] -->`` (as i
 sources, ``tools/build_chapters.py``).
 
 ``<!-- ko -->`` / ``<!-- en -->``
-    a Markdown cell in that language only, read-only for the student (nbgrader ``locked``).
+    a Markdown cell in that language only. It is an ordinary cell, not an nbgrader one: nbgrader
+    0.9.6 puts a deleted test cell back after "the previous source cell" and fails on the whole
+    notebook (KeyError in ``OverwriteCells.add_missing_grade_cells``) when that cell is a
+    read-only cell that is neither a solution nor a test. So the cell before a test block, among
+    nbgrader's cells, is always a solution or a test, and ``parse`` refuses a source where not.
 ``<!-- setup -->``
     the read-only code cell after the install cell; ``LANG = "ko"`` or ``"en"`` is put before its
     code, the only code that differs between the languages.
@@ -82,6 +86,11 @@ def parse(text: str, name: str) -> list[dict]:
             raise SourceError(f"{where}: a solution block needs a ### BEGIN SOLUTION region")
     if not any(b["kind"] == "tests" for b in blocks):
         raise SourceError(f"{name}: no tests block, nothing to grade")
+    graded = [b for b in blocks if b["kind"] in ("setup", "solution", "tests")]
+    for before, b in zip(graded, graded[1:]):
+        if b["kind"] == "tests" and before["kind"] == "setup":
+            raise SourceError(f"{name}:{b['line']}: a tests block must follow a solution or tests block, "
+                              f"not the setup (nbgrader could not put it back if a student deleted it)")
     return blocks
 
 
@@ -98,13 +107,11 @@ def notebook(blocks: list[dict], lang: str) -> nbformat.NotebookNode:
     """The nbgrader source notebook of one language."""
     nb = nbformat.v4.new_notebook(metadata=dict(KERNEL))
     cells = nb.cells
-    texts = 0
     for b in blocks:
         kind, body = b["kind"], b["body"]
         if kind in LANGS:
             if kind == lang:
-                texts += 1
-                cells.append(_nbgrader(nbformat.v4.new_markdown_cell(body), f"text_{texts:02d}", locked=True))
+                cells.append(nbformat.v4.new_markdown_cell(body))
             continue
         source = code_for(body, lang)
         if kind == "setup":
