@@ -6,7 +6,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test venv assets lab chapters notebooks serve clean bench-widgets bench
+.PHONY: book test venv assets lab chapters notebooks serve clean bench-widgets bench \
+	assignments assignments-release autograde feedback
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +64,30 @@ bench: $(STAMP)
 ## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
 bench-widgets: $(STAMP)
 	$(PY) benchmarks/live_explorer.py
+
+## Regenerate the Korean and English nbgrader source notebooks from assignments/src/*.md (A=01_layernorm for one).
+assignments: $(STAMP)
+	$(PY) tools/build_assignments.py $(A)
+
+# The classroom (README, "Classroom"): nbgrader runs inside the course folder COURSE. Name
+# assignments with ASSIGNMENTS="02_batchnorm_ko 04_axes_groupnorm_ko" (default: all of source/).
+COURSE      ?= assignments
+ASSIGNMENTS ?=
+CLASSROOM   := $(PY) tools/classroom.py
+
+## Write the student versions into assignments/release/ (nbgrader generate_assignment: solutions and
+## hidden tests stripped), then nbgrader validate: each source must score full marks, each release zero.
+assignments-release: $(STAMP)
+	$(CLASSROOM) release --course $(COURSE) $(ASSIGNMENTS)
+
+## Autograde assignments/submitted/<student>/<assignment>/ (nbgrader autograde; TIMEOUT=seconds per
+## cell overrides nbgrader_config.py, FORCE=1 regrades) and export every grade to assignments/grades.csv.
+autograde: $(STAMP)
+	$(CLASSROOM) autograde --course $(COURSE) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(FORCE),--force) $(ASSIGNMENTS)
+
+## One feedback page per student and notebook: assignments/feedback/<student>/<assignment>/*.html.
+feedback: $(STAMP)
+	$(CLASSROOM) feedback --course $(COURSE) $(if $(FORCE),--force) $(ASSIGNMENTS)
 
 serve: $(BOOK)
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000

@@ -35,7 +35,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -143,9 +142,8 @@ def register_students(course: Path) -> list[str]:
         result = nbgrader(course, "db", "student", "import", "students.csv")
         if result.returncode != 0:
             raise SystemExit(f"nbgrader could not import {roster}:\n{_tail(result)}")
-    with tempfile.NamedTemporaryFile("w", suffix=".csv", dir=course, delete=False, encoding="utf-8") as f:
-        f.write("id\n" + "".join(f"{i}\n" for i in ids))
-        listed = Path(f.name)
+    listed = course / "submitted-students.csv"      # git-ignored, removed again below
+    listed.write_text("id\n" + "".join(f"{i}\n" for i in ids), encoding="utf-8")
     try:
         result = nbgrader(course, "db", "student", "import", listed.name)
     finally:
@@ -207,7 +205,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--course", type=Path, default=COURSE, help="the course folder (default: assignments/)")
     parser.add_argument("--timeout", type=int, help="seconds per cell when autograding (default: nbgrader_config.py)")
     parser.add_argument("--force", action="store_true", help="redo submissions already autograded / feedback written")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").exists():
         parser.error(f"{course} is not a course folder: it has no nbgrader_config.py")
