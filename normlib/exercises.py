@@ -153,11 +153,6 @@ def _name(obj, default: str) -> str:
     return getattr(obj, "__name__", None) or default
 
 
-def _check_callable(obj, lang: str) -> None:
-    if not callable(obj):
-        raise TypeError(text("ex:not_callable", lang).format(got=f"{type(obj).__name__} {obj!r}"))
-
-
 def _tol(dtype: torch.dtype) -> float:
     return _TOL.get(dtype, 1e-4)
 
@@ -337,6 +332,16 @@ def _params(shape: Sequence[int], gen: torch.Generator, dtype: torch.dtype) -> T
     return weight.to(dtype), bias.to(dtype)
 
 
+def _start(lang: str, target, seed: int = 0, module: bool = False) -> torch.Generator:
+    """Check the checker's arguments (a clear error naming what was received) and seed the inputs."""
+    check_lang(lang)
+    if module and not (inspect.isclass(target) and issubclass(target, torch.nn.Module)):
+        raise TypeError(text("ex:not_module", lang).format(got=f"{type(target).__name__} {target!r}"))
+    if not callable(target):
+        raise TypeError(text("ex:not_callable", lang).format(got=f"{type(target).__name__} {target!r}"))
+    return _generator(seed)
+
+
 def _passed(lang: str, name: str, count: int) -> None:
     print(text("ex:passed", lang).format(name=name, count=count))
 
@@ -383,10 +388,8 @@ def check_layer_norm_stats(fn: Callable, lang: str = "en", *, cases=LAYER_CASES,
     >>> check_layer_norm_stats(stats, "en", cases=[((4, 3), (3,))])
     passed: <lambda> (1 checks)
     """
-    check_lang(lang)
-    _check_callable(fn, lang)
+    gen = _start(lang, fn, seed)
     name = _name(fn, "layer_norm_stats")
-    gen = _generator(seed)
     for shape, normalized_shape in cases:
         x = _input(shape, gen, dtype)
         report = _Report(lang, name, _case(lang, shape, normalized_shape=normalized_shape), "ex:sec:04_formula")
@@ -435,10 +438,8 @@ def check_layer_norm(fn: Callable, lang: str = "en", *, cases=LAYER_CASES, eps: 
     >>> check_layer_norm(torch.nn.functional.layer_norm, "ko", cases=[((2, 4), (4,))])
     통과: layer_norm (검사 2개)
     """
-    check_lang(lang)
-    _check_callable(fn, lang)
+    gen = _start(lang, fn, seed)
     name = _name(fn, "layer_norm")
-    gen = _generator(seed)
     for shape, normalized_shape in cases:
         x = _input(shape, gen, dtype)
         dims = _axes.as_normalized_shape(normalized_shape)
@@ -489,11 +490,6 @@ def _module(report: _Report, cls, channels: int, eps: float, momentum: Optional[
     return module, weight, bias
 
 
-def _check_class(cls, lang: str) -> None:
-    if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
-        raise TypeError(text("ex:not_module", lang).format(got=f"{type(cls).__name__} {cls!r}"))
-
-
 def check_batch_norm_train(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)), eps: float = 0.01,
                            seed: int = 0) -> None:
     """Check the training-mode output of ``cls(num_features, eps=…, momentum=…)``, a
@@ -503,9 +499,7 @@ def check_batch_norm_train(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)),
     >>> check_batch_norm_train(torch.nn.BatchNorm1d, "en")
     passed: BatchNorm1d (2 checks)
     """
-    check_lang(lang)
-    _check_class(cls, lang)
-    gen = _generator(seed)
+    gen = _start(lang, cls, seed, module=True)
     for shape in shapes:
         x = _input(shape, gen, torch.float64)
         report = _Report(lang, cls.__name__, _case(lang, shape, True, eps=eps), "ex:sec:03_formula")
@@ -568,9 +562,7 @@ def check_batch_norm_running(cls, lang: str = "en", *, momentum: Optional[float]
     >>> check_batch_norm_running(torch.nn.BatchNorm1d, "en", momentum=None)
     passed: BatchNorm1d (4 checks)
     """
-    check_lang(lang)
-    _check_class(cls, lang)
-    gen = _generator(seed)
+    gen = _start(lang, cls, seed, module=True)
     data = [_input(shape, gen, torch.float64, offset=2.0 * k) for k in range(batches)]
     report = _Report(lang, cls.__name__, ", ".join([
         text("ex:case_batches", lang).format(count=batches, shape=_fmt(shape)), f"momentum={momentum}", f"eps={eps}"]),
@@ -614,9 +606,7 @@ def check_batch_norm_eval(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)), 
     >>> check_batch_norm_eval(torch.nn.BatchNorm1d, "en")
     passed: BatchNorm1d (2 checks)
     """
-    check_lang(lang)
-    _check_class(cls, lang)
-    gen = _generator(seed)
+    gen = _start(lang, cls, seed, module=True)
     for shape in shapes:
         x = _input(shape, gen, torch.float64)
         channels = shape[1]
@@ -732,10 +722,8 @@ def check_layer_norm_backward(function, lang: str = "en", *, cases=((((4, 6), (6
     >>> check_layer_norm_backward(lambda x, s, w, b, eps: torch.nn.functional.layer_norm(x, s, w, b, eps), "en")
     passed: <lambda> (2 checks)
     """
-    check_lang(lang)
-    _check_callable(function, lang)
+    gen = _start(lang, function, seed)
     name, apply = _name(function, "LayerNormFunction"), _apply(function)
-    gen = _generator(seed)
     for shape, normalized_shape in cases:
         dims = _axes.as_normalized_shape(normalized_shape)
         x = _input(shape, gen, torch.float64)
@@ -758,10 +746,8 @@ def check_batch_norm_backward(function, lang: str = "en", *, shapes=((8, 3), (4,
     >>> check_batch_norm_backward(bn, "en")
     passed: <lambda> (2 checks)
     """
-    check_lang(lang)
-    _check_callable(function, lang)
+    gen = _start(lang, function, seed)
     name, apply = _name(function, "BatchNormFunction"), _apply(function)
-    gen = _generator(seed)
     for shape in shapes:
         x = _input(shape, gen, torch.float64)
         weight, bias = _params((shape[1],), gen, torch.float64)
@@ -824,8 +810,7 @@ def check_axes(fn: Callable, lang: str = "en", *, cases=AXES_CASES) -> None:
     ...     print(failure.diagnoses)
     ('dim0',)
     """
-    check_lang(lang)
-    _check_callable(fn, lang)
+    _start(lang, fn)
     name = _name(fn, "reduction_axes")
     report = _Report(lang, name, ", ".join(sorted({LAYOUT_NAMES[layout] for _, layout in cases})), "ex:sec:06_frame")
     wrong = 0
@@ -880,8 +865,7 @@ def check_channel_groups(fn: Callable, lang: str = "en", *, cases=((6, 2), (6, 3
     >>> check_channel_groups(lambda c, g: [range(i * c // g, (i + 1) * c // g) for i in range(g)], "en")
     passed: <lambda> (4 checks)
     """
-    check_lang(lang)
-    _check_callable(fn, lang)
+    _start(lang, fn)
     name = _name(fn, "channel_groups")
     for channels, groups in cases:
         report = _Report(lang, name, f"num_channels={channels}, num_groups={groups}", "ex:sec:06_group")
@@ -940,10 +924,8 @@ def check_group_norm(fn: Callable, lang: str = "en", *, cases=GROUP_CASES, eps: 
     >>> check_group_norm(torch.nn.functional.group_norm, "en")
     passed: group_norm (6 checks)
     """
-    check_lang(lang)
-    _check_callable(fn, lang)
+    gen = _start(lang, fn, seed)
     name = _name(fn, "group_norm")
-    gen = _generator(seed)
     for shape, groups in cases:
         x = _input(shape, gen, torch.float64)
         for affine in (True, False):

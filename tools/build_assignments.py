@@ -37,6 +37,7 @@ the English one only. The first code cell of every notebook is the chapters' ins
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -57,18 +58,14 @@ class SourceError(ValueError):
 
 def parse(text: str, name: str) -> list[dict]:
     """The blocks of an assignment source, in order: dicts with kind, options, body and line."""
-    blocks: list[dict] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        m = MARKER.match(line)
-        if m:
-            blocks.append({"kind": m.group(1), "options": m.group(2).split(), "lines": [], "line": number})
-        elif blocks:
-            blocks[-1]["lines"].append(line)
-        elif line.strip():
-            raise SourceError(f"{name}:{number}: text before the first <!-- marker -->")
+    markers = list(re.finditer(MARKER.pattern, text, flags=re.MULTILINE))
+    if not markers or text[:markers[0].start()].strip():
+        raise SourceError(f"{name}:1: text before the first <!-- marker -->")
+    ends = [m.start() for m in markers[1:]] + [len(text)]
+    blocks = [{"kind": m.group(1), "options": m.group(2).split(), "body": text[m.end():end].strip("\n"),
+               "line": text.count("\n", 0, m.start()) + 1} for m, end in zip(markers, ends)]
     ids = set()
     for b in blocks:
-        b["body"] = "\n".join(b.pop("lines")).strip("\n")
         where = f"{name}:{b['line']}"
         if b["kind"] not in KINDS:
             raise SourceError(f"{where}: unknown block kind {b['kind']!r}; expected one of {', '.join(KINDS)}")
