@@ -223,15 +223,16 @@ def _subsets(ndim: int) -> List[Tuple[int, ...]]:
     return [c for r in range(1, ndim + 1) for c in itertools.combinations(range(ndim), r)]
 
 
-def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, group: str) -> None:
-    """Is the mean / the variance per group of the student's output off? Name the worst group."""
+def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, group: str, tol: float) -> None:
+    """Is the mean / the variance per group of the student's output off (beyond ``tol``, as the
+    elements are judged)? Name the worst group."""
     kept = [d for d in range(len(pool.view or got.shape)) if d not in pool.dims]
     for stat_key, index in (("mean", 0), ("variance", 1)):
         g = pool.moments(got.detach().double())[index]
         e = pool.moments(expected.detach().double())[index]
         diff = torch.nan_to_num((g - e).abs(), nan=math.inf)
         stat, word = text(stat_key, report.lang), report.t(group)
-        if bool((diff <= 1e-6 * (1 + e.abs())).all()):
+        if bool((diff <= tol * (1 + e.abs())).all()):
             report.add("ex:group_ok", group=word, stat=stat)
             continue
         idx = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
@@ -304,7 +305,7 @@ def _check_normalized(report: _Report, got, expected: Tensor, x: Tensor, spec: _
     if status == "ok":
         return
     if status == "values":
-        _group_lines(report, got, expected, spec.pool, spec.group)
+        _group_lines(report, got, expected, spec.pool, spec.group, tol)
         _explain(report, got, x, spec, weight, bias, tol)
     report.fail()
 
@@ -623,7 +624,7 @@ def check_batch_norm_eval(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)), 
         expected = F.batch_norm(x, running_mean, running_var, weight, bias, training=False, eps=eps)
         status = _compare(report, report.t("ex:output"), got, expected, _tol(x.dtype))
         if status == "values":
-            _group_lines(report, got, expected, _batch_spec(x, eps).pool, "ex:group:channel")
+            _group_lines(report, got, expected, _batch_spec(x, eps).pool, "ex:group:channel", _tol(x.dtype))
             slips = {
                 "eval_batch": F.batch_norm(x, None, None, weight, bias, training=True, eps=eps),
                 "no_eps": F.batch_norm(x, running_mean, running_var, weight, bias, training=False, eps=0.0),
