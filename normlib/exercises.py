@@ -46,6 +46,8 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import os
+import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
@@ -138,7 +140,20 @@ class _Report:
             self.fail(error)
         except Exception as error:   # noqa: BLE001 - any error in student code is reported, not hidden
             self.add("ex:raised", error=f"{type(error).__name__}: {error}")
+            where = _student_line(error)
+            if where is not None:
+                self.add("ex:raised_at", line=where.lineno, code=where.line)
             self.fail(error)
+
+
+_LIBRARIES = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__)))
+
+
+def _student_line(error: BaseException) -> Optional[traceback.FrameSummary]:
+    """The last line of the traceback outside normlib and torch: where the student's code failed."""
+    theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not os.path.abspath(frame.filename).startswith(_LIBRARIES)]
+    return theirs[-1] if theirs and theirs[-1].line else None
 
 
 def _num(v: float) -> str:

@@ -122,6 +122,7 @@ _PAIRS = {
     "ex:case_grad": ("무작위 ∂L/∂y로 역전파", "backward with a random ∂L/∂y"),
     "ex:not_implemented": ("아직 작성하지 않았습니다 (NotImplementedError가 발생합니다).", "not written yet (it raises NotImplementedError)."),
     "ex:raised": ("호출하자 예외가 발생했습니다: {error}", "calling it raised {error}"),
+    "ex:raised_at": ("예외가 난 곳은 내 코드의 {line}번째 줄입니다: {code}", "it was raised at line {line} of your code: {code}"),
     "ex:not_callable": ("검사할 함수나 클래스를 넘겨야 하는데 {got}을(를) 받았습니다.", "expected a function or class to check, received {got}."),
     "ex:not_module": ("torch.nn.Module을 상속한 클래스를 넘겨야 하는데 {got}을(를) 받았습니다.", "expected a class derived from torch.nn.Module, received {got}."),
     "ex:not_tensor": ("{what}이(가) torch.Tensor여야 하는데 {got}입니다.", "expected the {what} to be a torch.Tensor, received {got}."),

@@ -502,6 +502,8 @@ def test_an_exception_in_student_code_names_it_and_the_input():
     error = failure(ex.check_layer_norm, layer_norm, "en")
     assert "RuntimeError" in str(error) and "(4, 3)" in str(error)
     assert isinstance(error.__cause__, RuntimeError)
+    # the student's own line, not a line of normlib or torch
+    assert "of your code: return x.view(-1, 7)" in str(error)
 
 
 def test_missing_return_and_wrong_dtype():
