@@ -452,16 +452,16 @@ def _collect(processes: Sequence, results, timeout: float) -> List[Any]:
     return [values[rank] for rank in range(world_size)]
 
 
-def _receive(results, values: dict, errors: dict, wait: float) -> bool:
+def _receive(results, values: dict, errors: dict, wait: float) -> None:
+    """File the next report (if one arrives within ``wait`` seconds) under values or errors."""
     try:
         rank, status, payload = results.get(timeout=wait)
     except queue.Empty:
-        return False
+        return
     if status == "ok":
         values[rank] = torch.load(io.BytesIO(payload), weights_only=False)
     else:
         errors[rank] = payload
-    return True
 
 
 def _silent(processes: Sequence, values: dict, errors: dict) -> List[int]:
