@@ -13,7 +13,8 @@ $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	@# setuptools prints a banner about editable installs even with --quiet; it says nothing to act on
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 venv: $(STAMP)
