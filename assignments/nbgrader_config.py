@@ -10,6 +10,8 @@ directory: run nbgrader from here (the Makefile's classroom targets do, README "
 Everything generated is git-ignored (.gitignore beside this file).
 """
 
+import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 - nbgrader defines get_config when it loads this file
@@ -19,6 +21,13 @@ HERE = Path(__file__).resolve().parent
 c.CourseDirectory.course_id = "normalization-layers"
 c.CourseDirectory.root = str(HERE)
 c.CourseDirectory.db_url = f"sqlite:///{HERE / 'gradebook.db'}"
+
+# nbgrader creates the gradebook by running `alembic` by name, found on PATH. A teacher who calls
+# `.venv/bin/nbgrader …` without activating the environment has no alembic on PATH (seen:
+# FileNotFoundError: 'alembic'), so the bin folder of the Python running nbgrader goes first.
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 # Each cell gets at most this many seconds; then nbgrader interrupts the kernel, the cell keeps a
 # CellTimeoutError (a test cell scores 0) and the next cells run as usual. Override for one run
