@@ -18,6 +18,18 @@ From these, with ``x̂ = (x − μ)·r`` and ``g = γ · ∂L/∂y``, the backwa
 with both means over the elements that share a statistic (RMSNorm: no ``mean(g)`` term, and
 ``x̂ = x·r``); ``∂L/∂γ = Σ ∂L/∂y · x̂`` and ``∂L/∂β = Σ ∂L/∂y`` over the other axes.
 
+Forward mode (``jvp``, for ``torch.autograd.forward_ad`` and ``gradcheck(check_forward_ad=True)``)
+pushes tangents ẋ, γ̇, β̇ through the same derivation. Differentiating ``x̂ = (x − μ)·r`` with
+``μ̇ = mean(ẋ)`` and ``ṙ = −r³·mean((x − μ)·ẋ) = −r²·mean(x̂·ẋ)`` gives
+
+.. math::
+    \\dot{\\hat{x}} = r \\cdot \\bigl(\\dot{x} - \\mathrm{mean}(\\dot{x}) - \\hat{x}\\,\\mathrm{mean}(\\hat{x}\\,\\dot{x})\\bigr),
+    \\qquad \\dot{y} = \\gamma\\,\\dot{\\hat{x}} + \\dot{\\gamma}\\,\\hat{x} + \\dot{\\beta}
+
+— the backward's formula applied to ẋ instead of g: the Jacobian of x ↦ x̂ is symmetric, so the
+same projection serves both directions (RMSNorm: ``ṙ = −r²·mean(x̂·ẋ)`` with ``x̂ = x·r``, and
+no ``mean(ẋ)`` term).
+
 The functions have the signatures of :mod:`normlib.functional` (and run the same input
 checks); the modules ``LayerNorm``, ``RMSNorm``, ``BatchNorm1d/2d/3d`` here are the
 :mod:`normlib.modules` layers calling them. BatchNorm in evaluation mode has no batch
@@ -42,6 +54,7 @@ from .functional import (
     _checked_batch_axes,
     _checked_layer_axes,
     _compute_dtype,
+    _memory_format,
     _rms_eps,
     _update_running,
 )
@@ -109,19 +122,49 @@ def _backward(ctx, grad_output: Tensor):
         grad_weight = total(dy * x_hat).reshape(weight.shape).to(weight.dtype)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         grad_bias = total(dy).reshape(ctx.bias_shape).to(ctx.bias_dtype)
-    return grad_input, grad_weight, grad_bias
+    return _in_layout_of(ctx, input, grad_input), grad_weight, grad_bias
+
+
+def _in_layout_of(ctx, input: Tensor, t: Optional[Tensor]) -> Optional[Tensor]:
+    """For BatchNorm, ``t`` in ``input``'s memory format: a channels_last input gets a channels_last
+    gradient and tangent, as from torch's BatchNorm, whatever the layout of the gradient or tangent
+    given. (torch's LayerNorm and RMSNorm make no such promise; their gradients follow autograd's.)"""
+    fmt = _memory_format(input) if ctx.keep_layout else None
+    return t if t is None or fmt is None else t.contiguous(memory_format=fmt)
+
+
+def _tangent(ctx, input_t: Optional[Tensor], weight_t: Optional[Tensor], bias_t: Optional[Tensor]) -> Tensor:
+    """ẏ = γ·r·(ẋ − mean(ẋ) − x̂·mean(x̂·ẋ)) + γ̇·x̂ + β̇, from what the forward saved (x, γ, μ, r).
+
+    A tangent that is ``None`` is zero (that input has no forward-mode derivative)."""
+    input, weight, mean, rstd = ctx.saved_tensors
+    dtype = _compute_dtype(input.dtype)
+    x_hat = _normalized(input.to(dtype), mean, rstd)
+    view = lambda t: t.to(dtype).reshape(ctx.param_view)
+    out = torch.zeros_like(x_hat)
+    if input_t is not None:
+        out = _input_grad(input_t.to(dtype), x_hat, rstd, ctx.dims, ctx.center)
+        if weight is not None:
+            out = out * view(weight)
+    if weight_t is not None:
+        out = out + x_hat * view(weight_t)
+    if bias_t is not None:
+        out = out + view(bias_t)
+    return _in_layout_of(ctx, input, out.to(input.dtype))
 
 
 def _remember(ctx, input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], mean: Optional[Tensor],
               rstd: Tensor, dims: Dims, param_dims: Dims, param_view: Sequence[int], eps: float,
-              center: bool) -> None:
+              center: bool, keep_layout: bool = False) -> None:
     """Save x, γ, μ, r (tensors) and the few numbers the backward needs — nothing else.
 
     ``param_dims`` are the input axes γ and β run along; ``param_view`` is how γ is viewed to
-    broadcast against the input (the forward used the same view)."""
+    broadcast against the input (the forward used the same view); ``keep_layout`` gives the input
+    gradient and tangent the input's memory format (BatchNorm, as torch's)."""
     ctx.save_for_backward(input, weight, mean, rstd)
+    ctx.save_for_forward(input, weight, mean, rstd)      # the same four serve the jvp
     ctx.dims, ctx.param_dims, ctx.param_view, ctx.eps, ctx.center = dims, param_dims, param_view, eps, center
-    ctx.has_bias = bias is not None
+    ctx.has_bias, ctx.keep_layout = bias is not None, keep_layout
     if bias is not None:
         ctx.bias_shape, ctx.bias_dtype = bias.shape, bias.dtype
 
@@ -158,6 +201,10 @@ class LayerNormFunction(torch.autograd.Function):
     def backward(ctx, grad_output):
         return (*_backward(ctx, grad_output), None, None)
 
+    @staticmethod
+    def jvp(ctx, input_t, weight_t, bias_t, _k_t, _eps_t):
+        return _tangent(ctx, input_t, weight_t, bias_t)
+
 
 class RMSNormFunction(torch.autograd.Function):
     """RMSNorm over the last ``k`` dims with the hand-derived backward: x̂ = x·r, no mean.
@@ -180,6 +227,10 @@ class RMSNormFunction(torch.autograd.Function):
         grad_input, grad_weight, _ = _backward(ctx, grad_output)
         return grad_input, grad_weight, None, None
 
+    @staticmethod
+    def jvp(ctx, input_t, weight_t, _k_t, _eps_t):
+        return _tangent(ctx, input_t, weight_t, None)
+
 
 class BatchNormFunction(torch.autograd.Function):
     """BatchNorm in training mode with the hand-derived backward: statistics per channel (dim 1).
@@ -196,7 +247,7 @@ class BatchNormFunction(torch.autograd.Function):
         x = input.to(_compute_dtype(input.dtype))
         mean, var, rstd = _statistics(x, dims, eps, center=True)
         y = _affine(_normalized(x, mean, rstd), weight, bias, view)
-        _remember(ctx, input, weight, bias, mean, rstd, dims, (1,), view, eps, center=True)
+        _remember(ctx, input, weight, bias, mean, rstd, dims, (1,), view, eps, center=True, keep_layout=True)
         mean, var = mean.reshape(-1), var.reshape(-1)
         ctx.mark_non_differentiable(mean, var)
         return y.to(input.dtype), mean, var
@@ -204,6 +255,11 @@ class BatchNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output, _grad_mean, _grad_var):
         return (*_backward(ctx, grad_output), None)
+
+    @staticmethod
+    def jvp(ctx, input_t, weight_t, bias_t, _eps_t):
+        # the batch mean and variance are marked non-differentiable: no tangent
+        return _tangent(ctx, input_t, weight_t, bias_t), None, None
 
 
 # --------------------------------------------------------------------------- functional interface
@@ -249,6 +305,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     if not training:
         return _batch_norm_eval(input, running_mean, running_var, weight, bias, False, momentum, eps)
     s, momentum = _checked_batch_axes(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if s is None:   # the 1-D empty input torch accepts: nothing to normalize
+        return input.clone()
     y, mean, var = BatchNormFunction.apply(input, weight, bias, eps)
     if s.count > 0:
         _update_running(running_mean, mean, momentum)

@@ -60,27 +60,37 @@ def _fmt(shape) -> str:
     return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def as_normalized_shape(normalized_shape: ShapeLike) -> Tuple[int, ...]:
+class _NormalizedShapeTypeError(NormInputError, TypeError):
+    """A ``normalized_shape`` that is not an int or a sequence of ints: torch raises ``TypeError``."""
+
+
+def as_normalized_shape(normalized_shape: ShapeLike, allow_empty: bool = False) -> Tuple[int, ...]:
     """Turn an ``int``, list, tuple or ``torch.Size`` into a tuple of ints.
+
+    ``()`` pools nothing and is refused, unless ``allow_empty``: the modules accept it when they
+    are built and fail at the forward pass, as ``torch.nn.LayerNorm(())`` does.
 
     >>> as_normalized_shape(4), as_normalized_shape([2, 3]), as_normalized_shape(torch.Size([5]))
     ((4,), (2, 3), (5,))
     """
     if isinstance(normalized_shape, bool):
-        raise NormInputError(f"normalized_shape must be an int or a sequence of ints, got {normalized_shape!r}")
+        raise _NormalizedShapeTypeError(
+            f"normalized_shape must be an int or a sequence of ints, got {normalized_shape!r}")
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
     try:
         dims = tuple(normalized_shape)
     except TypeError:
-        raise NormInputError(
+        raise _NormalizedShapeTypeError(
             f"normalized_shape must be an int or a sequence of ints, got {type(normalized_shape).__name__}"
         ) from None
-    if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        raise NormInputError(f"normalized_shape must contain only ints, got {dims!r}")
-    if len(dims) == 0:
+    if isinstance(normalized_shape, str) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise _NormalizedShapeTypeError(f"normalized_shape must contain only ints, got {normalized_shape!r}")
+    if len(dims) == 0 and not allow_empty:
         raise NormInputError(
-            "normalized_shape must name at least one dimension (for example 4 or (2, 4)), got ()"
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
+            "but got normalized_shape = (): normalized_shape must name at least one dimension to pool "
+            "(for example 4 or (2, 4))"
         )
     return dims
 
@@ -175,8 +185,11 @@ class Sharing:
 
 def _check_ndim(method: str, shape: Tuple[int, ...], at_least: int, layout: str) -> None:
     if len(shape) < at_least:
+        # torch's group_norm says so in these words (its batch_norm and instance_norm fail elsewhere)
+        words = (f"Expected at least {at_least} dimensions for input tensor but received {len(shape)}: "
+                 if method == "group_norm" else "")
         raise NormInputError(
-            f"{method} expects an input of shape {layout} with at least {at_least} dimensions, "
+            f"{words}{method} expects an input of shape {layout} with at least {at_least} dimensions, "
             f"but got an input of shape {_fmt(shape)} ({len(shape)} dimensions)"
         )
 
@@ -221,13 +234,21 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
     """
     shape = tuple(int(s) for s in shape)
     _check_ndim("group_norm", shape, 2, "(N, C, *)")
-    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups <= 0:
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int):
         raise NormInputError(f"num_groups must be a positive int, got {num_groups!r}")
+    if num_groups == 0:   # torch: the channel count divided by zero groups
+        raise ZeroDivisionError("integer division or modulo by zero: group_norm splits the channels into "
+                                "num_groups groups of equal size, so it needs num_groups >= 1, but got "
+                                "num_groups=0")
+    if num_groups < 0:
+        raise NormInputError(f"Expected num groups to be greater than 0, got {num_groups}: num_groups is the "
+                             f"number of channel groups, a positive int")
     channels = shape[1]
     if channels % num_groups != 0:
         raise NormInputError(
-            f"group_norm expects the number of channels to be divisible by num_groups, but got "
-            f"an input of shape {_fmt(shape)} ({channels} channels) and num_groups={num_groups}"
+            f"Expected number of channels in input to be divisible by num_groups, but got input of shape "
+            f"{list(shape)} and num_groups={num_groups}: group_norm splits the {channels} channels of an "
+            f"input of shape {_fmt(shape)} into num_groups={num_groups} groups of equal size"
         )
     size = channels // num_groups
     groups = tuple(tuple(range(g * size, (g + 1) * size)) for g in range(num_groups))
@@ -250,8 +271,10 @@ def layer_norm_axes(shape: Sequence[int], normalized_shape: ShapeLike, method: s
     k = len(dims)
     if len(shape) < k or shape[len(shape) - k:] != dims:
         raise NormInputError(
-            f"{method}_norm with normalized_shape={_fmt(dims)} expects an input of shape "
-            f"(*, {', '.join(map(str, dims))}), but got an input of shape {_fmt(shape)}"
+            f"Given normalized_shape={list(dims)}, expected input with shape [*, {', '.join(map(str, dims))}], "
+            f"but got input of size{list(shape)}: {method}_norm pools the last {k} dimension(s), which must "
+            f"be normalized_shape={_fmt(dims)}, so it expects an input of shape (*, {', '.join(map(str, dims))}); "
+            f"an input of shape {_fmt(shape)} does not end in {_fmt(dims)}"
         )
     return Sharing(method, shape, tuple(range(len(shape) - k, len(shape))))
 

@@ -20,6 +20,7 @@ import math
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
+import torch.autograd.forward_ad as fwAD
 from torch import Tensor
 
 from . import axes
@@ -37,6 +38,23 @@ class NormDtypeError(TypeError, NotImplementedError):
     """
 
 
+# Error messages start with the words torch 2.13 uses for the same error (torch's tests, and code
+# written against torch, look for them); normlib's fuller explanation follows.
+
+# The kernel torch names when it refuses a dtype.
+_TORCH_KERNEL = {"layer_norm": "LayerNormKernelImpl", "group_norm": "GroupNormKernelImpl",
+                 "instance_norm": "batch_norm"}
+
+
+def _dtype_name(input: Tensor) -> str:
+    """torch's name of a dtype in its messages: ``'Long'`` for int64, ``'Bool'``, ``'ComplexFloat'``, …"""
+    return input.type().rsplit(".", 1)[-1].removesuffix("Tensor")
+
+
+def _size_list(shape) -> str:
+    return str([int(d) for d in shape])
+
+
 # --------------------------------------------------------------------------- helpers
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -46,12 +64,25 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def _check_floating(name: str, input: Tensor) -> None:
     if not isinstance(input, Tensor):
-        raise NormDtypeError(f"{name} expects a torch.Tensor as input, got {type(input).__name__}")
+        raise NormDtypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}: "
+                             f"{name} expects a torch.Tensor as input, got {type(input).__name__}")
     if not input.is_floating_point():
         raise NormDtypeError(
+            f'"{_TORCH_KERNEL.get(name, name)}" not implemented for \'{_dtype_name(input)}\': '
             f"{name} expects a floating-point input (float16, bfloat16, float32 or float64), "
             f"but got an input of dtype {input.dtype}; convert it first, e.g. x.float()"
         )
+
+
+def _param_words(fn: str, name: str, t: Tensor, expected: Tuple[int, ...], input_shape: Sequence[int]) -> str:
+    """torch's words for a weight, bias or running statistic of the wrong shape."""
+    if fn in ("layer_norm", "rms_norm"):
+        return (f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                f"{_size_list(t.shape)} and normalized_shape = {_size_list(expected)}")
+    if fn == "group_norm":
+        return (f"Expected {name} to be a vector of size equal to the number of channels in input, but got "
+                f"{name} of shape {_size_list(t.shape)} and input of shape {_size_list(input_shape)}")
+    return f"{name} should contain {expected[0]} elements not {t.numel()}"
 
 
 def _check_param(fn: str, name: str, t: Optional[Tensor], expected: Tuple[int, ...], why: str,
@@ -62,8 +93,9 @@ def _check_param(fn: str, name: str, t: Optional[Tensor], expected: Tuple[int, .
     ok = t.numel() == expected[0] if by_numel else tuple(t.shape) == expected
     if not ok:
         raise NormInputError(
-            f"{fn}: {name} should have shape {_fmt(expected)} ({why} of an input of shape "
-            f"{_fmt(input_shape)}), but got {name} of shape {_fmt(t.shape)}"
+            f"{_param_words(fn, name, t, expected, input_shape)}. {fn}: {name} should have shape "
+            f"{_fmt(expected)} ({why} of an input of shape {_fmt(input_shape)}), but got {name} of shape "
+            f"{_fmt(t.shape)}"
         )
 
 
@@ -107,18 +139,88 @@ def _affine(x_hat: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> 
 def _check_momentum(fn: str, momentum) -> float:
     if momentum is None or isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
         raise TypeError(
+            f"{fn}(): argument 'momentum' (position 7) must be float, not {type(momentum).__name__}: "
             f"{fn}: momentum must be a float, got {momentum!r}. (momentum=None, the cumulative "
             f"average, is a module option: the module passes 1/num_batches_tracked here.)"
         )
     return float(momentum)
 
 
+def _check_running_pair(fn: str, running_mean: Optional[Tensor], running_var: Optional[Tensor]) -> None:
+    """Normalizing with the batch's statistics updates both running statistics or neither."""
+    if (running_mean is None) != (running_var is None):
+        raise NormInputError(
+            f"running_mean and running_var must either both be None or neither be None: {fn} updates both "
+            f"running statistics from the batch, but got running_mean={_given(running_mean)} and "
+            f"running_var={_given(running_var)}"
+        )
+
+
+def _given(t: Optional[Tensor]) -> str:
+    return "None" if t is None else "a tensor"
+
+
+def _check_running_not_differentiated(fn: str, input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+                                      running_mean: Optional[Tensor], running_var: Optional[Tensor],
+                                      uses_running: bool) -> None:
+    """The running statistics are buffers, not inputs to differentiate, as in torch.
+
+    torch refuses them with ``requires_grad`` (when gradients are recorded) and, when they
+    normalize (evaluation) and the output has a forward-mode derivative, with a tangent.
+    """
+    stats = (("running_mean", running_mean), ("running_var", running_var))
+    if torch.is_grad_enabled():
+        for name, t in stats:
+            if t is not None and t.requires_grad:
+                raise NormInputError(
+                    f"The function '{fn}' is not differentiable with respect to argument '{name}'. This input "
+                    f"cannot have requires_grad True: the running statistics are buffers that training "
+                    f"updates, not parameters; pass {name}.detach()"
+                )
+    if uses_running:
+        # (unpack_dual gives no tangent outside forward-mode AD)
+        has_tangent = lambda t: t is not None and fwAD.unpack_dual(t).tangent is not None
+        tangents = [name for name, t in stats if has_tangent(t)]
+        if tangents and any(has_tangent(t) for t in (input, weight, bias)):
+            raise NormInputError(
+                f"batch_norm is not differentiable wrt running_mean and running_var, they cannot have forward "
+                f"grad defined: {fn} normalizes with the running statistics here, but got a tangent "
+                f"(forward-mode derivative) on {' and '.join(tangents)}"
+            )
+
+
+def _memory_format(t: Tensor) -> Optional[torch.memory_format]:
+    """channels_last (4-D) or channels_last_3d (5-D) when ``t`` is laid out so, else None."""
+    if t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    if t.dim() == 5 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last_3d):
+        return torch.channels_last_3d
+    return None
+
+
+def _gradient_in_input_layout(input: Tensor) -> Tensor:
+    """``input`` itself, or for a channels_last input that needs a gradient, a view of it whose
+    gradient is turned into the input's memory format, as torch's BatchNorm and GroupNorm give it
+    (autograd would otherwise follow the layout of the gradient arriving from above)."""
+    fmt = _memory_format(input)
+    if fmt is None or not (input.requires_grad and torch.is_grad_enabled()):
+        return input
+    alias = input.view_as(input)
+    alias.register_hook(lambda grad: grad.contiguous(memory_format=fmt))
+    return alias
+
+
 @torch.no_grad()
 def _update_running(running: Optional[Tensor], batch_stat: Tensor, momentum: float) -> None:
-    """PyTorch's convention: ``running ← (1 − momentum) · running + momentum · batch_stat``."""
+    """PyTorch's convention: ``running ← (1 − momentum) · running + momentum · batch_stat``.
+
+    The running statistics are not a differentiable output: ``detach`` keeps a forward-mode
+    tangent of the batch statistic out of them (``no_grad`` stops only the backward graph).
+    """
     if running is None:
         return
-    new = (1 - momentum) * running.to(batch_stat.dtype) + momentum * batch_stat.reshape(running.shape)
+    batch_stat = batch_stat.detach().reshape(running.shape)
+    new = (1 - momentum) * running.detach().to(batch_stat.dtype) + momentum * batch_stat
     running.copy_(new)
 
 
@@ -142,29 +244,57 @@ def _rms_eps(eps: Optional[float], dtype: torch.dtype) -> float:
     return torch.finfo(dtype).eps if eps is None else eps
 
 
+def _empty_1d(input: Tensor) -> bool:
+    """A 1-D input with no elements: the one 1-D input torch's batch_norm accepts (it returns it, empty)."""
+    return input.dim() == 1 and input.numel() == 0
+
+
 def _checked_batch_axes(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                         weight: Optional[Tensor], bias: Optional[Tensor], training: bool, momentum,
-                        eps: float, *, fn: str = "batch_norm", local_count: bool = True) -> Tuple[Sharing, float]:
+                        eps: float, *, fn: str = "batch_norm",
+                        local_count: bool = True) -> Tuple[Optional[Sharing], float]:
     """The checks of batch_norm (also used by :mod:`normlib.autograd` and :mod:`normlib.distributed`);
     returns the axes and momentum. ``local_count=False`` leaves the "more than 1 value per channel"
-    check to the caller (synchronized BatchNorm counts the values of every process)."""
+    check to the caller (synchronized BatchNorm counts the values of every process).
+
+    For the 1-D empty input torch accepts (:func:`_empty_1d`) the axes are ``None``: there are no
+    channels to check the parameters against, and the caller returns an empty output. (Not with
+    ``local_count=False``: synchronized BatchNorm needs the channel axis, as torch's does.)"""
     _check_floating(fn, input)
+    if training:
+        _check_running_pair(fn, running_mean, running_var)
+    _check_running_not_differentiated(fn, input, weight, bias, running_mean, running_var, not training)
+    momentum = _check_momentum(fn, momentum)
+    # PyTorch (2.13) refuses these eps values; so does normlib.
+    if training and eps <= 0:
+        raise NormInputError(f"{fn} eps must be positive during training, but got {eps}: {fn} in training mode "
+                             f"expects eps > 0 (a batch whose values are all equal has variance 0)")
+    if eps < 0:
+        raise NormInputError(f"{fn} eps must be non-negative, but got {eps}: {fn} expects eps >= 0, "
+                             f"it is added to the variance under a square root")
+    if local_count and _empty_1d(input):
+        return None, momentum
     s = axes.batch_norm_axes(input.shape)
     _check_channel_params(fn, input, True, running_mean=running_mean, running_var=running_var,
                           weight=weight, bias=bias)
-    momentum = _check_momentum(fn, momentum)
     if training and local_count and s.count == 1:
         raise NormInputError(
-            f"batch_norm in training mode needs more than 1 value per channel to compute a "
-            f"variance, but got an input of shape {_fmt(input.shape)} (N × spatial = 1). Use a "
-            f"larger batch, or evaluation mode, which uses the running statistics."
+            f"Expected more than 1 value per channel when training, got input size {input.shape}: "
+            f"in training mode batch_norm computes each channel's variance over its N × spatial values, "
+            f"and an input of shape {_fmt(input.shape)} has 1. Use a larger batch, or evaluation mode, "
+            f"which uses the running statistics."
         )
-    # PyTorch (2.13) refuses these eps values; so does normlib.
-    if training and eps <= 0:
-        raise NormInputError(f"{fn} in training mode expects eps > 0, but got eps={eps}")
-    if eps < 0:
-        raise NormInputError(f"{fn} expects eps >= 0, but got eps={eps}")
     return s, momentum
+
+
+def _check_eval_running(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor]) -> None:
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is None:
+            raise NormInputError(
+                f"{name} must be defined in evaluation mode: batch_norm with training=False normalizes with "
+                f"running_mean and running_var, but got running_mean={_given(running_mean)} and "
+                f"running_var={_given(running_var)}; pass both, or training=True"
+            )
 
 
 # --------------------------------------------------------------------------- LayerNorm / RMSNorm
@@ -244,7 +374,10 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     ``running ← (1 − momentum) · running + momentum · batch`` — ``running_var`` receives the
     *unbiased* batch variance (divided by n − 1) although the forward pass uses the
     biased one (divided by n). An empty batch leaves them untouched. With
-    ``training=False`` the running statistics are used and nothing is updated.
+    ``training=False`` the running statistics are used and nothing is updated. The running
+    statistics are buffers, not inputs to differentiate: as in torch, they may not require grad,
+    and in evaluation mode not carry a forward-mode tangent. A 1-D input with no elements (the one
+    1-D input torch accepts) gives an empty output.
 
     >>> x = torch.tensor([[2.0], [4.0], [6.0], [8.0]])      # feature 1 of the book's table
     >>> rm, rv = torch.zeros(1), torch.ones(1)
@@ -254,20 +387,17 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     (tensor([0.5000]), tensor([1.5667]))
     """
     s, momentum = _checked_batch_axes(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if s is None:   # the 1-D empty input: nothing to normalize
+        return input.clone()
     dtype = _compute_dtype(input.dtype)
-    x = input.to(dtype)
+    x = _gradient_in_input_layout(input).to(dtype)
     if training:
         mean, var = _moments(x, s)
         if s.count > 0:
             _update_running(running_mean, mean, momentum)
             _update_running(running_var, _bessel(var, s.count), momentum)
     else:
-        if running_mean is None or running_var is None:
-            raise NormInputError(
-                "batch_norm with training=False normalizes with running_mean and running_var, but "
-                f"got running_mean={'None' if running_mean is None else 'a tensor'} and "
-                f"running_var={'None' if running_var is None else 'a tensor'}; pass both, or training=True"
-            )
+        _check_eval_running(input, running_mean, running_var)
         mean = _per_channel(running_mean, x.dim(), dtype)
         var = _per_channel(running_var, x.dim(), dtype)
     x_hat = (x - mean) * torch.rsqrt(var + eps)
@@ -296,19 +426,24 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_
     tensor([[[-1.2247,  0.0000,  1.2247]]])
     """
     _check_floating("instance_norm", input)
+    if use_input_stats:
+        _check_running_pair("instance_norm", running_mean, running_var)
+        if math.prod(input.shape[2:]) == 1:
+            raise NormInputError(
+                f"Expected more than 1 spatial element when training, got input size {input.shape}: "
+                f"with use_input_stats=True instance_norm computes each channel's variance over the "
+                f"spatial elements of one sample, and an input of shape {_fmt(input.shape)} has 1; "
+                f"expected (N, C, L) or (N, C, H, W, …) with L (or H·W·…) > 1"
+            )
     s = axes.instance_norm_axes(input.shape)
     _check_channel_params("instance_norm", input, True, running_mean=running_mean, running_var=running_var,
                           weight=weight, bias=bias)
+    _check_running_not_differentiated("instance_norm", input, weight, bias, running_mean, running_var,
+                                      not use_input_stats)
     momentum = _check_momentum("instance_norm", momentum)
     dtype = _compute_dtype(input.dtype)
     x = input.to(dtype)
     if use_input_stats:
-        if s.count == 1:
-            raise NormInputError(
-                f"instance_norm with use_input_stats=True needs more than 1 spatial element per "
-                f"channel to compute a variance, but got an input of shape {_fmt(input.shape)}: "
-                f"expected (N, C, L) or (N, C, H, W, …) with L (or H·W·…) > 1"
-            )
         mean, var = _moments(x, s)
         if input.numel() > 0:
             _update_running(running_mean, mean.mean(dim=0), momentum)
@@ -316,8 +451,10 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_
     else:
         if running_mean is None or running_var is None:
             raise NormInputError(
-                "instance_norm with use_input_stats=False normalizes with running_mean and "
-                "running_var, but at least one of them is None; pass both, or use_input_stats=True"
+                "Expected running_mean and running_var to be defined when use_input_stats is false: "
+                "instance_norm with use_input_stats=False normalizes with running_mean and running_var, "
+                f"but got running_mean={_given(running_mean)} and running_var={_given(running_var)}; pass "
+                "both, or use_input_stats=True"
             )
         mean = _per_channel(running_mean, x.dim(), dtype)
         var = _per_channel(running_var, x.dim(), dtype)
@@ -349,11 +486,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     if input.shape[0] * s.view_shape[2] * math.prod(input.shape[2:]) == 1:
         # PyTorch refuses a single sample whose groups hold one value each (its variance is 0/0 … or 0).
         raise NormInputError(
+            f"Expected more than 1 value per channel when training, got input size {_size_list(input.shape)}: "
             f"group_norm needs more than one value per group for a batch of one sample, but got an "
             f"input of shape {_fmt(input.shape)} with num_groups={num_groups}: each group holds 1 value"
         )
     dtype = _compute_dtype(input.dtype)
-    x = input.to(dtype).reshape(s.view_shape)
+    x = _gradient_in_input_layout(input).to(dtype).reshape(s.view_shape)
     mean, var = _moments(x, s)
     x_hat = ((x - mean) * torch.rsqrt(var + eps)).reshape(input.shape)
     return _affine_per_channel(x_hat, weight, bias).to(input.dtype)

@@ -12,6 +12,7 @@ never whether gradients are enabled.
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 import torch
@@ -68,7 +69,8 @@ class LayerNorm(nn.Module):
     def __init__(self, normalized_shape: ShapeLike, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        self.normalized_shape = as_normalized_shape(normalized_shape)
+        # () builds, and fails at the forward pass, as in torch.nn
+        self.normalized_shape = as_normalized_shape(normalized_shape, allow_empty=True)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
@@ -101,7 +103,8 @@ class RMSNorm(nn.Module):
     def __init__(self, normalized_shape: ShapeLike, eps: Optional[float] = None, elementwise_affine: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        self.normalized_shape = as_normalized_shape(normalized_shape)
+        # () builds, and fails at the forward pass, as in torch.nn
+        self.normalized_shape = as_normalized_shape(normalized_shape, allow_empty=True)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         _affine_parameters(self, self.normalized_shape, elementwise_affine, False, device, dtype)
@@ -132,10 +135,18 @@ class GroupNorm(nn.Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
-        if num_groups <= 0 or num_channels % num_groups != 0:
+        # As torch.nn: divisibility is checked here (num_groups=0 divides by zero), a negative
+        # num_groups when the layer runs (normlib.functional.group_norm).
+        if num_groups == 0:
+            raise ZeroDivisionError(
+                f"integer modulo by zero: GroupNorm splits num_channels={num_channels} into num_groups "
+                f"groups of equal size, so it needs num_groups >= 1, but got num_groups=0"
+            )
+        if num_channels % num_groups != 0:
             raise NormInputError(
-                f"GroupNorm: num_channels must be divisible by num_groups (a positive int), but got "
-                f"num_channels={num_channels} and num_groups={num_groups}"
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups}): GroupNorm "
+                f"splits the channels into groups of equal size, but got num_channels={num_channels} and "
+                f"num_groups={num_groups}"
             )
         self.num_groups = num_groups
         self.num_channels = num_channels
@@ -199,17 +210,22 @@ class _NormBase(nn.Module):
         if input.dim() not in allowed:
             expected = " or ".join(f"{d}D" for d in allowed)
             raise NormInputError(
-                f"{type(self).__name__} expects a {expected} input {self._layouts}, but got a "
-                f"{input.dim()}D input of shape {tuple(input.shape)}"
+                f"expected {expected} input (got {input.dim()}D input): {type(self).__name__} expects a "
+                f"{expected} input {self._layouts}, but got a {input.dim()}D input of shape {tuple(input.shape)}"
             )
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
-        # state_dicts saved before num_batches_tracked existed (version < 2) lack the key.
+        # state_dicts saved before num_batches_tracked existed (version < 2, or a plain dict with no
+        # version) lack the key: the module keeps its own count, as in torch.nn. (Filling in 0 would
+        # restart momentum=None's cumulative average after a partial load.) A current-version
+        # state_dict without the key reports it missing, and strict=False leaves the count alone.
         version = local_metadata.get("version", None)
         key = prefix + "num_batches_tracked"
         if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
-            state_dict[key] = torch.tensor(0, dtype=torch.long)
+            own = self.num_batches_tracked
+            state_dict[key] = (own if own is not None and own.device.type != "meta"
+                               else torch.tensor(0, dtype=torch.long))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 
@@ -296,7 +312,9 @@ class _InstanceNorm(_NormBase):
     ``track_running_stats=False``. An input without the batch axis (``(C, L)`` for 1d) is
     treated as a batch of one. With running statistics tracked, eval mode normalizes with
     them; ``momentum=None`` means 0 here (torch does the same) and ``num_batches_tracked``
-    is kept but not incremented, again as in ``torch.nn``.
+    is kept but not incremented, again as in ``torch.nn``. An input whose channel count is not
+    ``num_features`` is an error with ``affine=True`` and a ``UserWarning`` without (then
+    ``num_features`` sizes nothing but the running statistics), as in ``torch.nn``.
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
@@ -307,13 +325,26 @@ class _InstanceNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         unbatched = input.dim() == self._allowed_dims[0]
+        dim = 0 if unbatched else 1                     # where the channels are
+        if input.size(dim) != self.num_features:
+            if self.affine:
+                raise NormInputError(
+                    f"expected input's size at dim={dim} to match num_features ({self.num_features}), but "
+                    f"got: {input.size(dim)}. {type(self).__name__}({self.num_features}) has one γ and β per "
+                    f"channel: it expects {self.num_features} channels at dim {dim} of a {self._layouts} "
+                    f"input, but got an input of shape {tuple(input.shape)}"
+                )
+            # Without γ and β, num_features only sizes the running statistics (if any): as torch.nn,
+            # a warning (and an error from instance_norm if running statistics are tracked).
+            warnings.warn(
+                f"input's size at dim={dim} does not match num_features ({self.num_features}): "
+                f"{type(self).__name__}({self.num_features}) got an input of shape {tuple(input.shape)}. "
+                f"With affine=False num_features sizes no γ or β (only the running statistics, if tracked), "
+                f"so every channel is normalized; set num_features={input.size(dim)} to silence this warning",
+                UserWarning, stacklevel=2,
+            )
         if unbatched:
             input = input.unsqueeze(0)
-        if input.size(1) != self.num_features and self.affine:
-            raise NormInputError(
-                f"{type(self).__name__}({self.num_features}) expects {self.num_features} channels at "
-                f"dim 1 of a {self._layouts} input, but got an input of shape {tuple(input.shape)}"
-            )
         out = F.instance_norm(
             input, self.running_mean, self.running_var, self.weight, self.bias,
             self.training or not self.track_running_stats,

@@ -76,6 +76,108 @@ def test_gradcheck_can_fail():
     assert not gradcheck(lambda t: Broken.apply(t, None, None, 1, 1e-5), (x,), eps=1e-6, atol=1e-7, raise_exception=False)
 
 
+# ------------------------------------------------------------------ forward mode (jvp)
+
+@pytest.mark.parametrize("name", list(_cases()))
+def test_forward_ad_gradcheck(name):
+    """The hand-derived jvp against finite differences, and forward-over-reverse (the jvp of the
+    hand-derived backward) against the double backward."""
+    fn, inputs = _cases()[name]
+    assert gradcheck(fn, inputs, eps=1e-6, atol=1e-7, check_forward_ad=True)
+    assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-7, check_fwd_over_rev=True)
+
+
+def test_forward_ad_gradcheck_can_fail():
+    """The jvp check is not vacuous: a jvp that forgets the mean(ẋ) term is caught."""
+
+    class Broken(A.LayerNormFunction):
+        @staticmethod
+        def jvp(ctx, input_t, weight_t, bias_t, k_t, eps_t):
+            right = A.LayerNormFunction.jvp(ctx, input_t, weight_t, bias_t, k_t, eps_t)
+            return right + input_t.mean(dim=-1, keepdim=True) * ctx.saved_tensors[3]
+
+    x = _d(3, 4, gen=torch.Generator().manual_seed(0))
+    fn = lambda t: Broken.apply(t, None, None, 1, 1e-5)
+    assert gradcheck(fn, (x,), eps=1e-6, atol=1e-7)       # the backward is right ...
+    assert not gradcheck(fn, (x,), eps=1e-6, atol=1e-7, check_forward_ad=True, check_backward_ad=False,
+                         check_undefined_grad=False, raise_exception=False)   # ... the jvp is not
+
+
+def _jvp_cases():
+    # (name, normlib.autograd call, torch call, input shape, parameter shape)
+    return [
+        ("layer (2,3,4)/(3,4)", lambda F, x, w, b: F.layer_norm(x, (3, 4), w, b, 1e-5), (2, 3, 4), (3, 4)),
+        ("layer 1-D", lambda F, x, w, b: F.layer_norm(x, (5,), w, b, 0.1), (5,), (5,)),
+        ("rms (3,5,4)", lambda F, x, w, b: F.rms_norm(x, (4,), w, 1e-6), (3, 5, 4), (4,)),
+        ("batch (5,3)", lambda F, x, w, b: F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5), (5, 3), (3,)),
+        ("batch (2,3,4,5)", lambda F, x, w, b: F.batch_norm(x, None, None, w, b, True, 0.1, 1e-3), (2, 3, 4, 5), (3,)),
+        ("batch (2,2,2,3,2)", lambda F, x, w, b: F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5), (2, 2, 2, 3, 2),
+         (2,)),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("case", _jvp_cases(), ids=[c[0] for c in _jvp_cases()])
+@pytest.mark.parametrize("which", ["input", "weight", "bias", "all"])
+def test_jvp_matches_torch_func_jvp(case, which, dtype):
+    """normlib.autograd's jvp (forward_ad) against torch.func.jvp of torch's own layer."""
+    import torch.autograd.forward_ad as fwAD
+    _, call, shape, pshape = case
+    g = torch.Generator().manual_seed(11)
+    x = (3.0 + 2.0 * torch.randn(shape, generator=g, dtype=torch.float64)).to(dtype)
+    w = (0.5 + torch.rand(pshape, generator=g, dtype=torch.float64)).to(dtype)
+    b = torch.randn(pshape, generator=g, dtype=torch.float64).to(dtype)
+    primals = (x, w, b)
+    tangents = tuple(torch.randn(t.shape, generator=g, dtype=torch.float64).to(dtype)
+                     if which in (name, "all") else torch.zeros_like(t)
+                     for name, t in zip(("input", "weight", "bias"), primals))
+    _, expected = torch.func.jvp(lambda *a: call(TF, *a), primals, tangents)
+    with fwAD.dual_level():
+        out = call(A, *(fwAD.make_dual(p, t) for p, t in zip(primals, tangents)))
+        got = fwAD.unpack_dual(out).tangent
+    assert got is not None, "normlib.autograd gave the output no tangent"
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    tol = {torch.float64: 1e-10, torch.float32: 2e-5}[dtype]
+    err = (got.double() - expected.double()).abs().max().item() if got.numel() else 0.0
+    scale = 1 + expected.double().abs().max().item() if got.numel() else 1.0
+    assert err <= tol * scale, f"jvp differs from torch.func.jvp by {err:.3e} (allowed {tol * scale:.3e})"
+
+
+def test_jvp_keeps_half_precision_and_channels_last():
+    """The tangent has the input's dtype (float16 computed in float32, as the output) and, for a
+    channels_last input, its memory format, as torch's; so does the input gradient."""
+    import torch.autograd.forward_ad as fwAD
+    for shape, fmt in (((2, 3, 4, 5), torch.channels_last), ((2, 3, 2, 4, 5), torch.channels_last_3d)):
+        x = torch.randn(shape).contiguous(memory_format=fmt)
+        w, b = torch.rand(3) + 0.5, torch.randn(3)
+        for F in (TF, A):
+            with fwAD.dual_level():
+                out = F.batch_norm(fwAD.make_dual(x, torch.randn(shape)), None, None, w, b, True)
+                tangent = fwAD.unpack_dual(out).tangent
+            assert tangent.is_contiguous(memory_format=fmt), f"{F.__name__}: tangent strides {tangent.stride()}"
+            xg = x.clone().requires_grad_(True)
+            (gx,) = torch.autograd.grad(F.batch_norm(xg, None, None, w, b, True), xg, torch.randn(shape))
+            assert gx.is_contiguous(memory_format=fmt), f"{F.__name__}: input gradient strides {gx.stride()}"
+    xh = torch.randn(4, 6, dtype=torch.float16)
+    with fwAD.dual_level():
+        out = A.layer_norm(fwAD.make_dual(xh, torch.randn(4, 6, dtype=torch.float16)), 6)
+        assert fwAD.unpack_dual(out).tangent.dtype == torch.float16
+
+
+def test_batch_norm_running_statistics_are_not_differentiated():
+    """As normlib.functional (and torch): running statistics get no tangent in training mode, and
+    a 1-D empty input (the one 1-D input torch accepts) gives an empty output."""
+    import torch.autograd.forward_ad as fwAD
+    x = torch.randn(6, 3, dtype=torch.float64)
+    rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    with fwAD.dual_level():
+        A.batch_norm(fwAD.make_dual(x, torch.randn_like(x)), rm, rv, training=True)
+        assert fwAD.unpack_dual(rm).tangent is None and fwAD.unpack_dual(rv).tangent is None
+    for training in (True, False):
+        y = A.batch_norm(torch.empty(0, requires_grad=True), torch.zeros(0), torch.ones(0), training=training)
+        assert y.shape == (0,) and y.requires_grad
+
+
 # ------------------------------------------------------------------ against torch and the reference
 
 def _both(ours_fn, ref_fn, torch_fn, inp, labels, eps, centered, channel_of=None, what="", exact_fn=None):
@@ -244,3 +346,16 @@ def test_modules_are_drop_in_with_hand_backward(cfg):
         ours.eval(), theirs.eval()
         x = torch.randn(shape, generator=g, dtype=torch.float64)
         assert torch.allclose(ours(x), theirs(x), atol=1e-10)
+
+
+def test_hand_derived_functions_under_torch_func():
+    """A deliberate difference (README): normlib.autograd's Functions keep the classic
+    ``forward(ctx, …)`` form that chapter 7 teaches, so torch.func's transforms (jvp, grad, vmap),
+    which need ``setup_context``, refuse them; torch's layers and normlib.functional work there.
+    Forward mode works through torch.autograd.forward_ad (test_jvp_matches_torch_func_jvp)."""
+    x, t = torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    _, expected = torch.func.jvp(lambda v: TF.layer_norm(v, (3,)), (x,), (t,))
+    _, reference = torch.func.jvp(lambda v: NF.layer_norm(v, 3), (x,), (t,))
+    torch.testing.assert_close(reference, expected, rtol=1e-10, atol=1e-10)
+    with pytest.raises(RuntimeError, match="setup_context"):
+        torch.func.jvp(lambda v: A.layer_norm(v, 3), (x,), (t,))

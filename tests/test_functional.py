@@ -423,3 +423,121 @@ def test_zero_size_inputs(fn):
         assert torch.isnan(running["torch"][0]).all()
     else:
         assert torch.equal(running["torch"][0], running["normlib"][0])
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_accepts_the_1d_empty_input_torch_accepts(training):
+    """torch's OpInfo samples call batch_norm on a 1-D input of size 0 with running statistics of
+    size 0: torch returns an empty tensor of that shape and dtype, differentiable (an empty
+    gradient), and leaves the running statistics alone. A 1-D input with elements is still refused."""
+    for dtype in (torch.float32, torch.float64):
+        results = {}
+        for name, F in (("torch", TF), ("normlib", NF)):
+            x = torch.empty(0, dtype=dtype, requires_grad=True)
+            rm, rv = torch.zeros(0, dtype=dtype), torch.ones(0, dtype=dtype)
+            y = F.batch_norm(x, rm, rv, training=training)
+            (gx,) = torch.autograd.grad(y.sum(), x, allow_unused=True, materialize_grads=True)
+            results[name] = (tuple(y.shape), y.dtype, y.requires_grad, tuple(gx.shape), rm.numel(), rv.numel())
+        assert results["normlib"] == results["torch"], f"normlib {results['normlib']}, torch {results['torch']}"
+    y = NF.batch_norm(torch.empty(0), None, None, training=training)
+    assert y.shape == (0,)
+    with pytest.raises(ValueError, match="2 dimensions"):
+        NF.batch_norm(torch.randn(3), torch.zeros(3), torch.ones(3), training=training)
+
+
+def test_running_statistics_get_no_tangent_under_forward_ad():
+    """In training mode the running statistics are updated from the batch, but they are not a
+    differentiable output: under forward-mode AD they stay plain tensors, as torch's do."""
+    import torch.autograd.forward_ad as fwAD
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    for name, call in (("batch_norm", lambda F, d, rm, rv: F.batch_norm(d, rm, rv, training=True)),
+                       ("instance_norm", lambda F, d, rm, rv: F.instance_norm(d, rm, rv))):
+        for F in (TF, NF):
+            rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+            with fwAD.dual_level():
+                y = call(F, fwAD.make_dual(x, torch.randn_like(x)), rm, rv)
+                assert fwAD.unpack_dual(y).tangent is not None
+                for stat, t in (("running_mean", rm), ("running_var", rv)):
+                    assert fwAD.unpack_dual(t).tangent is None, f"{F.__name__}.{name}: {stat} got a tangent"
+
+
+@pytest.mark.parametrize("fn", ["batch_training", "batch_eval", "group"])
+def test_channels_last_input_gets_a_channels_last_gradient(fn):
+    """A channels_last input's gradient (and forward-mode tangent) is channels_last, as torch's,
+    whatever the memory format of the gradient that arrives from above."""
+    import torch.autograd.forward_ad as fwAD
+    calls = {
+        "batch_training": lambda F, x: F.batch_norm(x, None, None, torch.ones(3), torch.zeros(3), training=True),
+        "batch_eval": lambda F, x: F.batch_norm(x, torch.zeros(3), torch.ones(3), torch.ones(3), torch.zeros(3)),
+        "group": lambda F, x: F.group_norm(x, 3, torch.ones(3), torch.zeros(3)),
+    }
+    for shape, fmt in (((2, 3, 4, 5), torch.channels_last), ((2, 3, 2, 4, 5), torch.channels_last_3d)):
+        x0 = torch.randn(shape).contiguous(memory_format=fmt)
+        for F in (TF, NF):
+            x = x0.clone().requires_grad_(True)
+            y = calls[fn](F, x)
+            (gx,) = torch.autograd.grad(y, x, torch.randn(shape))          # a contiguous upstream gradient
+            with fwAD.dual_level():
+                dual = fwAD.make_dual(x0, torch.randn(shape))
+                if fn == "group" and F is TF:
+                    # A deliberate difference: torch 2.13's group_norm forward-mode AD fails on a
+                    # channels_last input (it views the strided tangent). If torch changes, this tells us.
+                    with pytest.raises(RuntimeError, match="view size is not compatible"):
+                        calls[fn](F, dual)
+                    tangent = None
+                else:
+                    tangent = fwAD.unpack_dual(calls[fn](F, dual)).tangent
+            for what, t in (("output", y), ("input gradient", gx), ("tangent", tangent)):
+                assert t is None or t.is_contiguous(memory_format=fmt), (
+                    f"{F.__name__}.{fn} {what} for a {fmt} input of shape {shape}: strides {t.stride()}")
+
+
+# ------------------------------------------------------------------ deliberate differences from torch 2.13
+# Each is a row of the README's table. Each test pins both sides: if torch changes, it says so.
+
+def test_instance_norm_on_an_empty_batch_with_affine():
+    """torch raises an internal IndexError for instance_norm with γ/β on an empty batch; normlib
+    returns the empty output, with zero gradients for γ and β."""
+    x = torch.randn(0, 3, 4, requires_grad=True)
+    w, b = torch.rand(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    with pytest.raises(IndexError):
+        TF.instance_norm(x, weight=w, bias=b)
+    y = NF.instance_norm(x, weight=w, bias=b)
+    assert y.shape == (0, 3, 4)
+    gx, gw, gb = torch.autograd.grad(y.sum(), (x, w, b), allow_unused=True, materialize_grads=True)
+    assert gx.shape == x.shape and not gw.any() and not gb.any()
+
+
+def test_group_norm_backward_with_bias_and_no_weight():
+    """torch's group_norm backward fails when bias is given without weight ("tensor does not have a
+    device"); normlib's gives the gradients of γ = 1, which is the same function."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, generator=g, dtype=torch.float64, requires_grad=True)
+    up = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="does not have a device"):
+        torch.autograd.grad((TF.group_norm(x, 2, None, b) * up).sum(), (x, b))
+    ours = torch.autograd.grad((NF.group_norm(x, 2, None, b) * up).sum(), (x, b))
+    ones = torch.ones(4, dtype=torch.float64)
+    theirs = torch.autograd.grad((TF.group_norm(x, 2, ones, b) * up).sum(), (x, b))
+    for o, t in zip(ours, theirs):
+        torch.testing.assert_close(o, t, rtol=1e-10, atol=1e-10)
+
+
+def test_batch_norm_checks_an_empty_input():
+    """torch's batch_norm skips its checks when the input has no elements: an integer input, and
+    running statistics of the wrong size, pass (and a 1-D empty input with a weight of size 0
+    fails inside with an IndexError). normlib checks an empty input as any other: an error found
+    on the first, empty, batch rather than on the next one. (The 1-D empty input itself has no
+    channel axis, so any weight passes there.)"""
+    ints = torch.zeros(0, 3, dtype=torch.long)
+    assert TF.batch_norm(ints, torch.zeros(3), torch.ones(3), training=True).dtype == torch.long
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        NF.batch_norm(ints, torch.zeros(3), torch.ones(3), training=True)
+    x = torch.randn(0, 3)
+    assert TF.batch_norm(x, torch.zeros(2), torch.ones(2), training=True).shape == (0, 3)
+    with pytest.raises(RuntimeError, match="^running_mean should contain 3 elements not 2"):
+        NF.batch_norm(x, torch.zeros(2), torch.ones(2), training=True)
+    with pytest.raises(IndexError):
+        TF.batch_norm(torch.randn(0), torch.zeros(0), torch.ones(0), torch.ones(0), training=True)
+    assert NF.batch_norm(torch.randn(0), torch.zeros(0), torch.ones(0), torch.ones(0), training=True).shape == (0,)

@@ -146,6 +146,106 @@ def test_old_state_dict_without_num_batches_tracked_loads():
     assert bn.num_batches_tracked.item() == 0
 
 
+def _without_count(version):
+    """A BatchNorm1d(3) state_dict without num_batches_tracked: a plain dict (no version) or one
+    whose metadata says ``version``."""
+    from collections import OrderedDict
+    sd = OrderedDict((k, v) for k, v in tnn.BatchNorm1d(3).state_dict().items() if k != "num_batches_tracked")
+    if version is not None:
+        sd._metadata = {"": {"version": version}}
+    return sd
+
+
+@pytest.mark.parametrize("version", [None, 1, 2], ids=["plain-dict", "version-1", "version-2"])
+@pytest.mark.parametrize("strict", [False, True])
+def test_state_dict_without_num_batches_tracked_keeps_the_modules_count(version, strict):
+    """A state_dict without num_batches_tracked leaves the module's own count as it is, as torch does
+    (a reset to 0 would restart momentum=None's cumulative average). Only a current-version
+    (2) state_dict reports the key as missing, and so fails to load strictly."""
+    results = {}
+    for lib in (tnn, normlib):
+        bn = lib.BatchNorm1d(3, momentum=None)
+        bn.num_batches_tracked.fill_(5)
+        error, missing = None, None
+        try:
+            missing = bn.load_state_dict(_without_count(version), strict=strict).missing_keys
+        except RuntimeError as e:
+            error = "Missing key(s)" in str(e) and "num_batches_tracked" in str(e)
+        results[lib.__name__] = (int(bn.num_batches_tracked), error, missing)
+    assert results["normlib"] == results["torch.nn"], (
+        f"after loading (num_batches_tracked, strict error, missing keys): normlib {results['normlib']}, "
+        f"torch {results['torch.nn']}")
+    assert results["normlib"][0] == 5, f"num_batches_tracked became {results['normlib'][0]}, expected the module's 5"
+
+
+def test_cumulative_average_goes_on_after_a_partial_load():
+    """momentum=None after loading new γ/β only (strict=False): the average goes on over all batches."""
+    torch.manual_seed(0)
+    batches = [torch.randn(6, 3, dtype=torch.float64) + i for i in range(4)]
+    layers = {lib.__name__: lib.BatchNorm1d(3, momentum=None, dtype=torch.float64) for lib in (tnn, normlib)}
+    for name, bn in layers.items():
+        for b in batches[:2]:
+            bn(b)
+        bn.load_state_dict({"weight": torch.full((3,), 2.0, dtype=torch.float64)}, strict=False)
+        for b in batches[2:]:
+            bn(b)
+    ours, theirs = layers["normlib"], layers["torch.nn"]
+    assert int(ours.num_batches_tracked) == int(theirs.num_batches_tracked) == 4
+    torch.testing.assert_close(ours.running_mean, torch.stack([b.mean(0) for b in batches]).mean(0),
+                               rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ours.running_mean, theirs.running_mean, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm"])
+def test_empty_normalized_shape_raises_at_forward_like_torch(name):
+    """torch builds LayerNorm(()) and RMSNorm(()) (a scalar γ) and refuses only the forward pass."""
+    x = torch.randn(2, 3)
+    theirs, ours = getattr(tnn, name)(()), getattr(normlib, name)(())
+    assert ours.normalized_shape == theirs.normalized_shape == ()
+    assert [tuple(p.shape) for p in ours.parameters()] == [tuple(p.shape) for p in theirs.parameters()]
+    with pytest.raises(RuntimeError) as torch_error:
+        theirs(x)
+    with pytest.raises(RuntimeError, match="^Expected normalized_shape to be at least 1-dimensional") as ours_error:
+        ours(x)
+    assert "()" in str(ours_error.value) or "[]" in str(ours_error.value), ours_error.value
+    assert str(torch_error.value).split(",")[0] == str(ours_error.value).split(",")[0]
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 3), (4, 3)], ids=["batched", "unbatched"])
+def test_instance_norm_warns_that_num_features_is_unused(shape):
+    """affine=False, no running statistics: num_features is not used, and a channel count that
+    differs from it is a warning (torch's UserWarning), not an error."""
+    x = torch.randn(shape)
+    dim = len(shape) - 2
+    with pytest.warns(UserWarning) as theirs:
+        y_t = tnn.InstanceNorm1d(5)(x)
+    with pytest.warns(UserWarning, match=f"input's size at dim={dim} does not match num_features") as ours:
+        y_o = normlib.InstanceNorm1d(5)(x)
+    assert len(ours) == len(theirs) == 1
+    assert "affine=False" in str(ours[0].message) and "5" in str(ours[0].message), ours[0].message
+    torch.testing.assert_close(y_o, y_t)
+
+
+def test_instance_norm_channel_error_names_the_dim_torch_names():
+    """An unbatched (C, L) input's channels are at dim 0, and torch's message says so."""
+    for shape, dim in (((2, 4, 3), 1), ((4, 3), 0)):
+        with pytest.raises(ValueError, match=f"^expected input's size at dim={dim} to match num_features \\(5\\), "
+                                             f"but got: 4"):
+            normlib.InstanceNorm1d(5, affine=True)(torch.randn(shape))
+
+
+def test_group_norm_num_groups_checked_when_torch_checks_it():
+    """torch's GroupNorm(-2, 4) builds (4 is divisible by -2) and fails at the forward pass;
+    GroupNorm(0, 4) fails at once (division by zero)."""
+    x = torch.randn(2, 4)
+    for lib in (tnn, normlib):
+        layer = lib.GroupNorm(-2, 4)
+        with pytest.raises(RuntimeError, match="num groups to be greater than 0"):
+            layer(x)
+        with pytest.raises(ZeroDivisionError):
+            lib.GroupNorm(0, 4)
+
+
 def test_factory_kwargs_and_repr():
     ln = normlib.LayerNorm((2, 3), dtype=torch.float64)
     assert ln.weight.dtype == torch.float64 and ln.weight.shape == (2, 3)
