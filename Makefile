@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test venv assets lab chapters notebooks serve clean bench-widgets bench \
+.PHONY: book test test-fast venv assets lab chapters notebooks perturbed serve clean bench-widgets bench \
 	assignments assignments-release autograde feedback
 
 $(STAMP): requirements.txt pyproject.toml
@@ -44,6 +44,13 @@ test: $(STAMP)
 	$(PY) -m pytest tests normlib chapters --doctest-modules \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
+## The fast loop for contributors (under a minute on 2 cores): the library tests, normlib's doctests
+## and the chapter source/pair tests, i.e. every test not marked slow (tests/conftest.py): no notebook
+## executed, no book built, no browser, no nbgrader, no processes. WORKERS=0 runs them in one process.
+WORKERS ?= 2
+test-fast: $(STAMP)
+	$(PY) -m pytest tests normlib --doctest-modules -m "not slow" -n $(WORKERS) --dist worksteal
+
 ## Open the chapters in JupyterLab.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab chapters/
@@ -56,6 +63,12 @@ chapters: $(STAMP)
 ## Re-execute every chapter notebook in place, storing outputs.
 notebooks: $(STAMP)
 	$(PY) tools/execute_notebooks.py
+
+## Re-execute every chapter (or CH=01_why_normalize) under other numerics (another thread count,
+## ATen's non-vectorised kernels, narrow-vector matrix products) and compare what nbval compares:
+## an output that changes here changes on another CPU (part of make test: tests/test_perturbed_numerics.py).
+perturbed: $(STAMP)
+	$(PY) tools/perturbed_numerics.py $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
 
 ## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in (2-5 minutes);
 ## writes benchmarks/results/normalization.{md,json,png} and roofline.png.

@@ -12,13 +12,17 @@ tensor([[ 2.,  3.,  4.],
         [ 8.,  2., 36.]])
 >>> SAMPLES, FEATURES
 (('A', 'B', 'C', 'D'), ('x1', 'x2', 'x3'))
+
+Differences that are only rounding are printed as a bound, not as digits (see :func:`within`).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-__all__ = ["SAMPLES", "FEATURES", "TABLE", "table"]
+__all__ = ["SAMPLES", "FEATURES", "TABLE", "TOLERANCE", "table", "within"]
 
 SAMPLES = ("A", "B", "C", "D")
 FEATURES = ("x1", "x2", "x3")
@@ -33,3 +37,38 @@ TABLE = (
 def table(dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """A fresh ``(4, 3)`` tensor of the running example (rows = samples A–D, columns = features)."""
     return torch.tensor(TABLE, dtype=dtype)
+
+
+# The book's tolerance for "equal up to rounding" (README, "How equal is measured").
+TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5}
+
+
+def within(difference, dtype: torch.dtype = torch.float32) -> str:
+    """Print a difference that should be rounding alone, the same way on every machine.
+
+    Two implementations of one formula in float32 differ by about 1e-7, but the exact digits
+    depend on the CPU (its vector width, its math library) and the thread count, because
+    they change the order in which sums are accumulated. So a chapter does not print
+    ``2.4e-07``: it prints the bound it promises, ``< 1e-5`` (float32) or ``< 1e-10``
+    (float64), and the difference itself when it is larger (then the stored output no
+    longer matches, and nbval fails).
+
+    >>> within(2.4e-7)
+    '< 1e-5'
+    >>> within(torch.tensor(3.3e-16, dtype=torch.float64), torch.float64)
+    '< 1e-10'
+    >>> within(0.25)
+    '2.5e-01 (more than 1e-5)'
+    >>> within(2.4e-7, torch.float16)
+    Traceback (most recent call last):
+    ...
+    ValueError: within() knows the tolerance of torch.float64 and torch.float32, but got torch.float16
+    """
+    if dtype not in TOLERANCE:
+        raise ValueError(f"within() knows the tolerance of {' and '.join(map(str, TOLERANCE))}, but got {dtype}")
+    value = float(difference.detach().max()) if isinstance(difference, torch.Tensor) else float(difference)
+    bound = TOLERANCE[dtype]
+    exponent = round(math.log10(bound))
+    if abs(value) < bound:  # NaN fails this test and is printed
+        return f"< 1e{exponent}"
+    return f"{value:.1e} (more than 1e{exponent})"

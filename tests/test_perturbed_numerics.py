@@ -1,0 +1,75 @@
+"""Every chapter's compared outputs survive other numerics: another thread count, ATen's
+non-vectorised kernels, narrow-vector matrix products (tools/perturbed_numerics.py).
+
+nbval re-executes the notebooks on this machine only, so a printed number that depends on the
+CPU (a training run, the last digits of a float32 sum) passes here and fails on a reader's
+machine. This re-executes every chapter under changed numerics and compares what nbval
+compares. The self-test shows that the check catches such a number.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+pytestmark = pytest.mark.notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOL = ROOT / "tools" / "perturbed_numerics.py"
+CHAPTERS = sorted((ROOT / "chapters").glob("*/*.ipynb"))
+
+
+def check(paths: list[Path], out: Path, jobs: int = 2) -> dict[str, dict]:
+    result = subprocess.run(
+        [sys.executable, str(TOOL), "--jobs", str(jobs), "--json", str(out), *map(str, paths)],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    if not out.exists():
+        pytest.fail(f"{TOOL.name} wrote no results (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return {Path(r["path"]).resolve().as_posix(): r | {"report": result.stdout}
+            for r in json.loads(out.read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def perturbed(tmp_path_factory) -> dict[str, dict]:
+    return check(CHAPTERS, tmp_path_factory.mktemp("perturbed") / "results.json")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_chapter_outputs_do_not_depend_on_the_machine(perturbed, path):
+    result = perturbed[path.resolve().as_posix()]
+    assert result["error"] is None, f"{path.name} failed under perturbed numerics: {result['error']}"
+    if result["differences"]:
+        cells = ", ".join(str(d["cell"]) for d in result["differences"])
+        section = [block for block in result["report"].split("\nDIFFERS  ") if path.name in block.split("\n")[0]]
+        pytest.fail(
+            f"{path.parent.name}/{path.name}: code cell(s) {cells} print other text under another thread count "
+            f"or other kernels, so they would fail nbval on another machine. Print only what is stable "
+            f"(float64, a bound such as normlib.examples.within, an asserted claim) or tag the raw print "
+            f"nbval-ignore-output.\n" + (section[0] if section else "")
+        )
+
+
+def test_the_check_catches_a_machine_dependent_number(tmp_path):
+    """A float32 sum printed to all its digits: the same on this machine run after run, but not
+    under another summation order. The check must report it, and must pass the stable cell."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import torch\ntorch.set_num_threads(1)\n"
+                                  "x = torch.randn(1_000_003, generator=torch.Generator().manual_seed(0))"),
+        nbformat.v4.new_code_cell("print(f'{x.sum().item():.9g}', f'{(x * x).sum().item():.9g}')"),
+        nbformat.v4.new_code_cell("print(x.double().sum().item() > 0, round(x.double().mean().item(), 3))"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    path = tmp_path / "machine_dependent.ipynb"
+    nbformat.write(nb, path)
+    result = check([path], tmp_path / "results.json", jobs=1)[path.resolve().as_posix()]
+    assert result["error"] is None, result["error"]
+    assert [d["cell"] for d in result["differences"]] == [2], result["report"]
