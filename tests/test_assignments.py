@@ -27,7 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 sys.path.insert(0, str(ROOT / "tools"))
 import build_assignments  # noqa: E402
 import classroom  # noqa: E402

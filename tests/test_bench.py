@@ -1,7 +1,8 @@
 """normlib.bench: what the benchmark measures is measured right. No timing is asserted here
 (timings are noisy and belong to `make bench`); these check that the variants compute the
 same thing, the bytes model, the peak-memory helper, the table, the targets' reading and
-the errors. The one torch.compile below is the slowest test (a few seconds)."""
+the errors. The one torch.compile below is the slowest test (about 20 s on 2 cores; marked
+`slow`, so `make test-fast` leaves it out)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def test_variants_compute_what_torch_computes(op, variant, mode):
         assert_same(state, ref_state, f"{op} {variant} running statistics")
 
 
+@pytest.mark.slow   # torch.compile with inductor: 20 s on 2 cores; not in `make test-fast`
 def test_compiled_layer_norm_computes_what_torch_computes():
     ours, _ = outputs_and_grads("layer_norm", "compiled")
     ref, _ = outputs_and_grads("layer_norm", "torch")

@@ -1,13 +1,33 @@
 """The book builds with Jupyter Book 1 with warnings treated as errors, and every page in the
-table of contents comes out as HTML. (The `built_book` fixture is in conftest.py, shared with
-test_offline_book.py and test_browser.py.)"""
+table of contents comes out as HTML, with what the reader should find in it. (The `built_book`
+fixture is in conftest.py, shared with test_offline_book.py and test_browser.py.)
+
+What each page's text says is checked where it is written: captions, alt text and the link to the
+other language in test_chapter_sources.py and test_notebooks.py. Here: that it reaches the HTML.
+Checks look inside the page's <article>, not at the whole file: the sidebar lists every page of
+the book, so a link searched for in the whole file is always found.
+"""
 
 from __future__ import annotations
 
+import html as htmllib
 import re
+from pathlib import Path
 
+import nbformat
 import yaml
-from conftest import ROOT, toc_docnames
+from helpers import ROOT, toc_docnames
+
+OUTPUT_IMAGE = re.compile(r'<img [^>]*src="[^"]*_images/[^"]*"[^>]*>')
+ALT = re.compile(r'\balt="([^"]*)"')
+CAPTION_TEXT = re.compile(r'<figcaption>.*?<span class="caption-text">(.*?)</span>', re.S)
+LINK = re.compile(r'<a [^>]*href="([^"]*)"')
+
+
+def article(html: str) -> str:
+    """The page's own content (<article class="bd-article">), without the sidebar and header."""
+    start = html.index('<article class="bd-article"')
+    return html[start:html.index("</article>", start)]
 
 
 def test_every_toc_page_is_built(built_book):
@@ -22,36 +42,73 @@ def chapter_pages(built_book):
 
 
 def test_chapter_pages_carry_their_outputs(built_book):
-    html = (built_book / "chapters" / "en" / "03_batchnorm.html").read_text(encoding="utf-8")
+    html = article((built_book / "chapters" / "en" / "03_batchnorm.html").read_text(encoding="utf-8"))
     assert "max abs difference normlib vs nn.BatchNorm1d" in html   # the stored outputs made it in
-    html_ko = (built_book / "chapters" / "ko" / "03_batchnorm.html").read_text(encoding="utf-8")
+    html_ko = article((built_book / "chapters" / "ko" / "03_batchnorm.html").read_text(encoding="utf-8"))
     assert "배치 정규화" in html_ko and "누적 통계" in html_ko
 
 
-def test_every_chapter_page_has_math_figures_with_captions_and_its_counterpart_link(built_book):
+def notebook_figures(path: Path) -> list[str]:
+    """The alt text of every figure a chapter notebook draws (an image/png output), in order."""
+    nb = nbformat.read(path, as_version=4)
+    return [c.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+            for c in nb.cells
+            if any("image/png" in o.get("data", {}) for o in c.get("outputs", []))
+            and not {"remove-cell", "remove-output"} & set(c.metadata.get("tags", []))]
+
+
+def page_figures(html: str) -> list[tuple[str, str]]:
+    """(alt, caption) of every output image of a page; caption "" when it is not in a captioned <figure>."""
+    figures = []
+    for m in OUTPUT_IMAGE.finditer(html):
+        opened, closed = html.rfind("<figure", 0, m.start()), html.rfind("</figure>", 0, m.start())
+        end = html.find("</figure>", m.end())
+        caption = CAPTION_TEXT.search(html[m.end():end]) if opened > closed and end > 0 else None
+        alt = ALT.search(m.group(0))
+        figures.append((htmllib.unescape(alt.group(1)) if alt else "",
+                        re.sub(r"<[^>]+>", "", caption.group(1)).strip() if caption else ""))
+    return figures
+
+
+def test_every_chapter_page_has_math_and_the_figures_of_its_notebook_with_their_captions(built_book):
     pages = chapter_pages(built_book)
     expected = sorted(name for name in toc_docnames() if name.startswith("chapters/"))
     assert [f"chapters/{p.parent.name}/{p.stem}" for p in pages] == expected, [p.name for p in pages]
     for page in pages:
         html = page.read_text(encoding="utf-8")
-        lang, other = page.parent.name, {"ko": "en", "en": "ko"}[page.parent.name]
-        assert 'class="math' in html, f"{lang}/{page.name}: no math"
-        assert "mathjax" in html.lower(), f"{lang}/{page.name}: MathJax is not loaded"
-        images = re.findall(r"<img [^>]*>", html)
-        output_images = [i for i in images if "_images/" in i]
-        assert output_images, f"{lang}/{page.name}: no figure"
-        assert all(re.search(r'alt="[^"]{20,}"', i) for i in output_images), f"{lang}/{page.name}: an image without alt text"
-        assert html.count("<figcaption") >= len(output_images), f"{lang}/{page.name}: a figure without a caption"
-        assert f'href="../{other}/{page.name}"' in html, f"{lang}/{page.name}: no link to ../{other}/{page.name}"
+        name = f"{page.parent.name}/{page.name}"
+        assert 'class="math' in html, f"{name}: no math"
+        # the notebook's figures, each with the notebook's alt text and a caption (their wording
+        # and language: test_chapter_sources.py)
+        figures = page_figures(article(html))
+        alts = notebook_figures(ROOT / "chapters" / page.parent.name / f"{page.stem}.ipynb")
+        assert [alt for alt, _ in figures] == alts, f"{name}: the page's figures (alt text) are not the notebook's"
+        uncaptioned = [alt[:40] for alt, caption in figures if not caption]
+        assert not uncaptioned, f"{name}: figures without a caption: {uncaptioned}"
+
+
+def test_links_in_the_pages_lead_to_pages_of_the_book(built_book):
+    """Every relative link in a page's content (the other language's chapter, the glossary, ...)
+    points to a file of the built book."""
+    broken = []
+    for docname in toc_docnames():
+        page = built_book / f"{docname}.html"
+        for href in LINK.findall(article(page.read_text(encoding="utf-8"))):
+            target = htmllib.unescape(href).split("#")[0].split("?")[0]
+            if not target or re.match(r"^[a-z][a-z0-9+.-]*:|^//", target, re.IGNORECASE):
+                continue   # an anchor on the page, or another site
+            if not (page.parent / target).resolve().is_file():
+                broken.append(f"{docname}: {href}")
+    assert not broken, "links to no page of the book:\n" + "\n".join(broken)
 
 
 def test_landing_page_offers_both_languages_and_the_glossary(built_book):
-    html = (built_book / "index.html").read_text(encoding="utf-8")
+    html = article((built_book / "index.html").read_text(encoding="utf-8"))
     for lang in ("ko", "en"):
         for stem in ("01_why_normalize", "05_rmsnorm"):
             assert f'href="chapters/{lang}/{stem}.html"' in html, (lang, stem)
     assert 'href="glossary.html"' in html
-    glossary = (built_book / "glossary.html").read_text(encoding="utf-8")
+    glossary = article((built_book / "glossary.html").read_text(encoding="utf-8"))
     for pair in (("모분산", "population variance"), ("스케일링과 이동", "scale and shift"), ("정규화", "normalization")):
         assert all(word in glossary for word in pair), pair
 

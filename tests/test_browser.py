@@ -4,11 +4,18 @@
   response with a status >= 400 (a missing local file);
 - no request to any host but the one serving the book (data: and blob: URLs aside); requests to
   other hosts are recorded and aborted, so the test never depends on the network;
-- the math is typeset by MathJax (chapter pages have some; no TeX left raw, no MathJax error);
+- the math is typeset by MathJax (no math element left untypeset, no TeX left raw, no MathJax
+  error; that chapter pages have math at all is test_book.py's, that they load the vendored
+  MathJax test_offline_book.py's);
 - Korean text is drawn with the book's NanumGothic web font: the font is loaded, and Chromium
   (asked through the DevTools protocol which fonts it used for each element's text) drew every
   visible element holding Hangul with it, not with a font that has no Hangul (boxes);
-- pages that store Jupyter widget state render their widgets.
+- pages that store Jupyter widget state render their widgets;
+- on the family chapter, with no kernel, the static explorer's method buttons and its
+  which-statistic slider change the picture shown.
+
+Only what needs a real browser is checked here; what can be read in the built HTML is in
+test_book.py and test_offline_book.py.
 
 A full-page screenshot of each page is saved to test-artifacts/browser/. Chromium is the system's
 (/usr/bin/chromium, which .ci/run installs) driven by Python Playwright; `playwright install` is
@@ -20,13 +27,14 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import ROOT, running_in_ci, toc_docnames
+from helpers import ROOT, running_in_ci, toc_docnames
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -225,8 +233,6 @@ def test_page_loads_cleanly_from_its_own_host(visit, docname):
     v = visit(docname)
     f = v.facts
     problems = [f"request to another host: {u}" for u in v.foreign] + v.errors
-    if docname.startswith("chapters/") and f["mjx"] == 0:
-        problems.append("no typeset math (no mjx-container)")
     if f["mathElements"] and not f["mjx"]:
         problems.append(f"{f['mathElements']} math elements but nothing typeset")
     problems += [f"TeX left raw: {t!r}" for t in f["rawTex"]]
@@ -237,23 +243,22 @@ def test_page_loads_cleanly_from_its_own_host(visit, docname):
     assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
 
 
-def test_korean_pages_use_the_korean_web_font(visit):
+def test_korean_pages_show_korean_text(visit):
+    """The Korean chapters show Hangul, so test_page_loads_cleanly_from_its_own_host checks their
+    font (it checks NanumGothic on every page that shows Hangul)."""
     korean = [d for d in PAGES if d.startswith("chapters/ko/")]
     assert korean, "no Korean chapter in _toc.yml"
     for docname in korean:
         f = visit(docname).facts
         assert f["koreanText"] > 100, f"{docname}: hardly any Hangul on the page"
-        assert f["nanumLoaded"], f"{docname}: NanumGothic did not load"
 
 
 def test_pages_with_widget_state_render_their_widgets(visit, offline_book):
     with_state = [d for d in PAGES if WIDGET_STATE in (offline_book / f"{d}.html").read_text(encoding="utf-8")]
     if not with_state:
         pytest.skip("no page in _toc.yml stores Jupyter widget state yet")
-    for docname in with_state:
-        v = visit(docname)
-        f = v.facts
-        assert not v.errors and not v.foreign, f"{docname}: {v.errors + v.foreign}"
+    for docname in with_state:   # their errors and requests: test_page_loads_cleanly_from_its_own_host
+        f = visit(docname).facts
         assert f["widgetViews"] > 0, f"{docname}: widget state but no widget view"
         assert f["widgetAreas"] >= f["widgetViews"], \
             f"{docname}: {f['widgetAreas']} of {f['widgetViews']} widget views rendered"
@@ -301,9 +306,86 @@ def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, b
             assert "mod-active" in (buttons.nth(index).get_attribute("class") or "")
             shots[name] = explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_explorer_{name}.png"))
         assert len({before_png, shots["instance"], shots["layer"]}) == 3, "screenshots did not change"
-        # the which-statistic slider moves the filled cells without a kernel, too
-        slider = explorer.locator(".normlib-which").first
-        assert slider.count() == 1
     finally:
         context.close()
+    assert not foreign and not errors, foreign + errors
+
+
+# The picture the explorer shows: its <img> is re-created from a new blob: URL at every switch, so
+# the URL changing says nothing; the bytes behind it (SHA-256, computed in the page) say which.
+SHOWN_PICTURE = """async (root) => {
+  const shown = Array.from(root.querySelectorAll('img')).filter(i => i.offsetParent !== null && i.getClientRects().length);
+  if (shown.length !== 1) return { count: shown.length };
+  const bytes = await (await fetch(shown[0].src)).arrayBuffer();
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return { count: 1, size: bytes.byteLength, sha: Array.from(digest, b => b.toString(16).padStart(2, '0')).join('') };
+}"""
+
+
+def shown_picture(explorer, other_than: str | None = None) -> dict:
+    """The explorer's visible picture; with ``other_than``, waits until it is another one."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while True:
+        shown = explorer.evaluate(SHOWN_PICTURE)
+        if shown["count"] == 1 and shown["sha"] != other_than:
+            return shown
+        if time.monotonic() > deadline:
+            return shown
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_which_statistic_slider_changes_the_picture_without_a_kernel(browser, book_url, lang):
+    """On the family chapter's static page (no kernel), moving the explorer's which-statistic
+    slider, with the keyboard and with the mouse, shows another picture for every value, and
+    the same picture again when it comes back."""
+    docname = f"chapters/{lang}/06_family"
+    if docname not in PAGES:
+        pytest.fail(f"{docname} is not in _toc.yml")
+    foreign, errors = [], []
+    context = isolated_context(browser, book_url, foreign)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{book_url}/{docname}.html", wait_until="load")
+        explorer = page.locator(".normlib-explorer").first
+        explorer.wait_for(state="visible")
+        explorer.scroll_into_view_if_needed()
+        slider = explorer.locator(".normlib-which:visible")
+        assert slider.count() == 1, f"{docname}: {slider.count()} which-statistic sliders visible"
+        handle = slider.locator(".noUi-handle")
+        readout = slider.locator(".widget-readout")
+        top = int(float(handle.get_attribute("aria-valuemax")))
+        assert top >= 2 and readout.inner_text().strip() == "0", (top, readout.inner_text())
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shown = {0: shown_picture(explorer)}
+        assert shown[0]["count"] == 1, f"{docname}: {shown[0]['count']} pictures visible at once"
+        explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_slider_0.png"))
+
+        handle.focus()
+        page.keyboard.press("ArrowRight")                      # the keyboard: one step
+        shown[1] = shown_picture(explorer, other_than=shown[0]["sha"])
+        assert readout.inner_text().strip() == "1", f"{docname}: the slider did not move to 1"
+        explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_slider_1.png"))
+
+        box, grip = slider.locator(".noUi-base").bounding_box(), handle.bounding_box()
+        y = grip["y"] + grip["height"] / 2
+        page.mouse.move(grip["x"] + grip["width"] / 2, y)      # the mouse: drag to the far end
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] + 20, y, steps=10)
+        page.mouse.up()
+        shown[top] = shown_picture(explorer, other_than=shown[1]["sha"])
+        assert readout.inner_text().strip() == str(top), f"{docname}: the slider did not move to {top}"
+        explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_slider_{top}.png"))
+
+        page.keyboard.press("Home")                            # and back to the first statistic
+        back = shown_picture(explorer, other_than=shown[top]["sha"])
+        assert readout.inner_text().strip() == "0", f"{docname}: the slider did not go back to 0"
+    finally:
+        context.close()
+    assert all(s["count"] == 1 for s in shown.values()), f"{docname}: pictures shown {shown}"
+    assert len({s["sha"] for s in shown.values()}) == 3, \
+        f"{docname}: moving the slider (0 → 1 → {top}) did not change the picture each time: {shown}"
+    assert back.get("sha") == shown[0]["sha"], f"{docname}: back at 0, another picture than at first"
     assert not foreign and not errors, foreign + errors

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT, has_hangul
+
 sys.path.insert(0, str(ROOT / "tools"))
 import build_chapters  # noqa: E402
 
@@ -39,10 +39,6 @@ def test_notebooks_match_their_source(stem):
             "run `make chapters` (or edit the source, not the notebook)")
 
 
-def _has_hangul(text: str) -> bool:
-    return any("\uac00" <= ch <= "\ud7a3" for ch in text)
-
-
 @pytest.mark.parametrize("stem", STEMS)
 @pytest.mark.parametrize("lang", build_chapters.LANGS)
 def test_every_figure_has_a_caption_and_alt_text_in_its_language(stem, lang):
@@ -57,7 +53,7 @@ def test_every_figure_has_a_caption_and_alt_text_in_its_language(stem, lang):
         meta = cell.metadata.get("mystnb", {})
         caption, alt = meta.get("figure", {}).get("caption", ""), meta.get("image", {}).get("alt", "")
         assert len(caption) > 20 and len(alt) > 20, f"{lang}/{stem} cell {index}: caption {caption!r}, alt {alt!r}"
-        assert _has_hangul(caption) == _has_hangul(alt) == (lang == "ko"), f"{lang}/{stem} cell {index}: wrong language"
+        assert has_hangul(caption) == has_hangul(alt) == (lang == "ko"), f"{lang}/{stem} cell {index}: wrong language"
     assert figures, f"{lang}/{stem} draws no figure"
 
 

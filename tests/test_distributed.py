@@ -22,7 +22,7 @@ import normlib
 from normlib import distributed as D
 from normlib.axes import NormInputError
 
-from conftest import assert_close_elementwise
+from helpers import assert_close_elementwise
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 

@@ -9,7 +9,6 @@ and from torch, never from the checker's own output."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,9 +17,8 @@ from torch import nn
 
 from normlib import exercises as ex
 from normlib import i18n
-from test_chapter_sources import _has_hangul as has_hangul
+from helpers import ROOT, has_hangul
 
-ROOT = Path(__file__).resolve().parent.parent
 LANGS = ("ko", "en")
 
 

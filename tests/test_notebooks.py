@@ -1,5 +1,6 @@
-"""The Korean and English chapters are pairs: same file names, same code, same text outputs;
-and every chapter notebook is committed executed."""
+"""The Korean and English chapters are pairs: same code, same text outputs, each links to the
+other in its first cell; and every chapter notebook is committed executed. (That both languages
+have the same file names, one per chapter source, is checked in test_chapter_sources.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import nbformat
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT, text_outputs
+
 KO, EN = ROOT / "chapters" / "ko", ROOT / "chapters" / "en"
 NAMES = sorted(p.name for p in KO.glob("*.ipynb"))
 LANG_CELL = re.compile(r'^\s*LANG\s*=\s*["\'](ko|en)["\']\s*$')
@@ -31,32 +33,6 @@ def strip_comments(source: str) -> str:
 def code_cells(path: Path):
     nb = nbformat.read(path, as_version=4)
     return [c for c in nb.cells if c.cell_type == "code" and not LANG_CELL.match(c.source)]
-
-
-def text_outputs(cell) -> list[str]:
-    """The cell's text outputs; consecutive chunks of one stream are joined (a kernel may flush
-    one print in several pieces, differently from run to run)."""
-    out: list[str] = []
-    previous = None
-    for o in cell.get("outputs", []):
-        if o.output_type == "stream":
-            if previous == o.name:
-                out[-1] += o.text
-            else:
-                out.append(o.text)
-            previous = o.name
-            continue
-        previous = None
-        if o.output_type in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
-            out.append(o.data["text/plain"])
-        elif o.output_type == "error":
-            out.append(f"{o.ename}: {o.evalue}")
-    return out
-
-
-def test_there_are_chapters_in_both_languages():
-    assert NAMES, "no chapter notebooks under chapters/ko"
-    assert NAMES == sorted(p.name for p in EN.glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("name", NAMES)

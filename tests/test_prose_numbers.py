@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from test_notebooks import text_outputs
+from helpers import ROOT, text_outputs
 
-ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[a-z][a-z]/*.ipynb"))
 # ASCII boundaries only: Korean particles attach straight to numbers ("0.693은"), and a
 # sentence may end right after one ("… 0.58.").

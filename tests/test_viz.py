@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from normlib import axes, examples, functional as F, i18n, viz  # noqa: E402
-from test_chapter_sources import _has_hangul as has_hangul  # noqa: E402
+from helpers import has_hangul  # noqa: E402
 
 
 # -- colour blindness ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from ipywidgets.embed import embed_data  # noqa: E402
 from ipywidgets.widgets.widget_link import Link  # noqa: E402
 
 from normlib import axes, viz, widgets  # noqa: E402
-from test_chapter_sources import _has_hangul as has_hangul  # noqa: E402
+from helpers import has_hangul  # noqa: E402
 
 
 # -- the oracle: which inputs does torch's output at one element depend on? -----------------------
@@ -195,13 +195,14 @@ def test_static_explorer_state_embeds_for_the_static_page(explorer_en):
     assert {"LinkModel", "StackModel", "ImageModel", "ToggleButtonsModel", "IntSliderModel"} <= models
 
 
-def test_static_explorer_speaks_the_language_asked():
-    ko = widgets.static_explorer("ko", layouts=("sequence", "table"))
+def test_static_explorer_speaks_the_language_asked(explorer_en):
+    ko = widgets.static_explorer("ko", layouts=("sequence",))   # one layout: its slider and its slip say it
     labels = [w.description for w in _walk(ko) if isinstance(w, W.IntSlider)]
     labels += [o for w in _walk(ko) if isinstance(w, W.ToggleButtons) for o in w.options]
     assert any(has_hangul(t) for t in labels), labels
-    en = widgets.static_explorer("en", layouts=("sequence",))
-    assert not any(has_hangul(w.description) for w in _walk(en) if isinstance(w, W.IntSlider))
+    labels = [w.description for w in _walk(explorer_en) if isinstance(w, W.IntSlider)]
+    labels += [o for w in _walk(explorer_en) if isinstance(w, W.ToggleButtons) for o in w.options]
+    assert labels and not any(has_hangul(t) for t in labels), labels
 
 
 def _walk(widget):
@@ -277,5 +278,6 @@ def test_live_says_what_cannot_be_normalized(live):
 
 
 def test_live_in_korean():
+    viz.setup("ko")   # the Korean font, whichever test ran before (pytest -n 2 splits the order)
     ko = widgets.live_explorer("ko")
     assert has_hangul(ko.status.value) and has_hangul(ko.which.description)
