@@ -2,7 +2,7 @@
 
 Plain helpers shared by several modules (the tolerances of "equal to torch", ROOT, the table of
 contents, has_hangul, text_outputs, ...) are in helpers.py: test modules import from there,
-never from one another. The names below re-export the ones modules used to import from here.
+never from one another, nor from this file (tests/test_test_modules.py checks it).
 
 Test groups
 -----------
@@ -33,16 +33,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from helpers import (  # noqa: F401  (re-exported: test_functional.py imports them from here)
-    BASE_TOL,
-    ROOT,
-    ROUNDING_FACTOR,
-    assert_close_elementwise,
-    compute_dtype,
-    roundoff,
-    running_in_ci,
-    toc_docnames,
-)
+from helpers import ROOT, running_in_ci
 
 settings.register_profile(
     "default",

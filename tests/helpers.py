@@ -20,11 +20,16 @@ float64 truth (``test_functional.py::test_large_offset_float32`` measures both).
 
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
+import pytest
 import torch
 import yaml
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,3 +142,313 @@ def text_outputs(cell) -> list[str]:
         elif o.output_type == "error":
             out.append(f"{o.ename}: {o.evalue}")
     return out
+
+
+# --- Comparing normlib's functions with torch's on generated inputs (test_functional.py,
+# test_autograd.py, test_torch_suite.py) -----------------------------------------------------------
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+
+
+EPS = [1e-5, 1e-3, 0.5, 0.0, -1e-7]          # zero and negative eps included
+
+
+MOMENTA = [0.1, 0.0, 1.0, 0.3, -0.5]         # momentum 0 and negative included
+
+
+OFFSETS = [0.0, 0.0, 3.0, -250.0, 1e4]       # 1e4: the "large offset" of the issue
+
+
+SCALES = [1.0, 1.0, 1e-2, 30.0]
+
+
+@dataclass
+class Inputs:
+    x: torch.Tensor
+    weight: Optional[torch.Tensor]
+    bias: Optional[torch.Tensor]
+    upstream: torch.Tensor
+
+
+def make_inputs(shape, dtype, seed, offset, scale, param_shape, with_weight, with_bias) -> Inputs:
+    g = torch.Generator().manual_seed(seed)
+    x = (offset + scale * torch.randn(shape, generator=g, dtype=torch.float64)).to(dtype)
+    # γ and β random, not ones and zeros: those hide bugs.
+    weight = (0.5 + torch.rand(param_shape, generator=g, dtype=torch.float64) * 1.5).to(dtype) if with_weight else None
+    bias = torch.randn(param_shape, generator=g, dtype=torch.float64).to(dtype) if with_bias else None
+    upstream = torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+    return Inputs(x, weight, bias, upstream)
+
+
+def forward_and_grads(fn: Callable, inp: Inputs, **kwargs):
+    x = inp.x.clone().requires_grad_(True)
+    w = None if inp.weight is None else inp.weight.clone().requires_grad_(True)
+    b = None if inp.bias is None else inp.bias.clone().requires_grad_(True)
+    out = fn(x, weight=w, bias=b, **kwargs)
+    leaves = [t for t in (x, w, b) if t is not None]
+    grads = torch.autograd.grad((out * inp.upstream).sum(), leaves, allow_unused=True)
+    grads = [torch.zeros_like(t) if gr is None else gr for t, gr in zip(leaves, grads)]
+    names = ["input"] + (["weight"] if w is not None else []) + (["bias"] if b is not None else [])
+    return out, dict(zip(names, grads))
+
+
+def group_scales(x: torch.Tensor, labels: torch.Tensor, eps: float, centered: bool):
+    """Per element, in float64: M = largest |x| of its group, μ, σ = sqrt(var + eps) of its group."""
+    x64 = x.detach().double().reshape(-1)
+    lab = labels.reshape(-1)
+    n_groups = int(lab.max()) + 1 if lab.numel() else 0
+    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, lab, torch.ones_like(x64))
+    mean = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, lab, x64) / count
+    if not centered:
+        mean = torch.zeros_like(mean)
+    sq = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, lab, (x64 - mean[lab]) ** 2) / count
+    big = torch.zeros(n_groups, dtype=torch.float64).scatter_reduce_(0, lab, x64.abs(), "amax")
+    var_eps = sq + eps
+    sigma = torch.where(var_eps > 0, var_eps.clamp_min(0).sqrt(), torch.full_like(var_eps, float("nan")))
+    shape = labels.shape
+    return big[lab].reshape(shape), mean[lab].reshape(shape), sigma[lab].reshape(shape), sq[lab].reshape(shape)
+
+
+def exact_of(fn: Callable, inp: Inputs, **kwargs):
+    """The same torch computation in float64 on the same (already rounded) inputs."""
+    up = lambda t: None if t is None else t.double()
+    return forward_and_grads(fn, Inputs(inp.x.double(), up(inp.weight), up(inp.bias), inp.upstream.double()), **kwargs)
+
+
+def compare(ours, theirs, inp: Inputs, labels, eps, centered, channel_of=None, what="", exact=None):
+    """Compare outputs and gradients of two (forward, grads) results with conditioning-aware tolerance."""
+    (out_o, grads_o), (out_t, grads_t) = ours, theirs
+    out_e, grads_e = exact if exact is not None else (None, {})
+    dtype = inp.x.dtype
+    base, u, K = BASE_TOL[dtype], roundoff(dtype), ROUNDING_FACTOR
+    big, mu, sigma, _ = group_scales(inp.x, labels, eps, centered)
+    valid = torch.isfinite(sigma) & (sigma > 0)
+    kappa = torch.where(valid, (big + mu.abs()) / sigma, torch.zeros_like(sigma))
+    gamma = 1.0 if inp.weight is None else float(inp.weight.double().abs().max()) if inp.weight.numel() else 1.0
+    assert_close_elementwise(out_o, out_t, K * u * kappa * gamma, f"{what} output", base, valid,
+                                                 out_e)
+
+    gmax = float(inp.upstream.double().abs().max()) if inp.upstream.numel() else 0.0
+    inv_sigma = torch.where(valid, 1.0 / sigma, torch.zeros_like(sigma))
+    # dx = γ/σ · (g − mean(g) − x̂·mean(g·x̂)): every term is of size γ·|g|/σ.
+    term = gamma * gmax * inv_sigma
+    assert_close_elementwise(
+        grads_o["input"], grads_t["input"], (base + K * u * kappa) * term * 4, f"{what} grad input", base, valid,
+        grads_e.get("input"))
+    all_valid = bool(valid.all())
+    if all_valid:  # parameter gradients sum over groups: only meaningful when every group is regular
+        x_hat = torch.where(valid, (inp.x.double() - mu) * inv_sigma, torch.zeros_like(sigma))
+        k_max = float(kappa.max()) if kappa.numel() else 0.0
+        g_abs = inp.upstream.double().abs()
+        for name, weighting in (("weight", g_abs * x_hat.abs().clamp_min(1)), ("bias", g_abs)):
+            if name not in grads_t:
+                continue
+            total = _per_param(weighting, grads_t[name].shape, channel_of)
+            assert_close_elementwise(
+                grads_o[name], grads_t[name], (base + K * u * k_max) * total, f"{what} grad {name}", base,
+                exact=grads_e.get(name))
+
+
+def _per_param(values: torch.Tensor, param_shape, channel_of) -> torch.Tensor:
+    """Sum |…| over the elements that feed each parameter entry."""
+    if channel_of is None:  # layer/rms: parameters have the trailing shape
+        return values.reshape(-1, *param_shape).sum(0) if values.numel() else torch.zeros(param_shape, dtype=values.dtype)
+    dims = [d for d in range(values.dim()) if d != 1]
+    return values.sum(dim=dims) if dims else values
+
+
+common = dict(
+    dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**31 - 1),
+    offset=st.sampled_from(OFFSETS),
+    scale=st.sampled_from(SCALES),
+    eps=st.sampled_from(EPS),
+    with_weight=st.booleans(),
+    with_bias=st.booleans(),
+)
+
+
+@st.composite
+def layer_shapes(draw):
+    ndim = draw(st.integers(1, 5))
+    shape = [draw(st.integers(0 if i == 0 else 1, 4)) for i in range(ndim)]
+    k = draw(st.integers(1, ndim))
+    norm = tuple(shape[ndim - k:])
+    kind = draw(st.sampled_from(["int", "list", "tuple", "size"]))
+    if kind == "int" and k == 1:
+        ns = norm[0]
+    elif kind == "list":
+        ns = list(norm)
+    elif kind == "size":
+        ns = torch.Size(norm)
+    else:
+        ns = norm
+    return tuple(shape), ns, norm
+
+
+@st.composite
+def channel_shapes(draw, min_ndim=2, batch_min=0):
+    ndim = draw(st.integers(min_ndim, 5))
+    n = draw(st.integers(batch_min, 4))
+    c = draw(st.integers(1, 4))
+    spatial = [draw(st.integers(1, 3)) for _ in range(ndim - 2)]
+    return (n, c, *spatial)
+
+
+def running_stats(c, dtype, seed):
+    g = torch.Generator().manual_seed(seed + 1)
+    rdtype = dtype   # torch's CPU kernels want running stats in the input dtype (or all params in float32)
+    return (torch.randn(c, generator=g, dtype=torch.float64).to(rdtype),
+            (0.5 + torch.rand(c, generator=g, dtype=torch.float64)).to(rdtype))
+
+
+def compare_running(ours, theirs, inp, labels, eps, momentum, count, what, exact=(None, None)):
+    dtype = inp.x.dtype
+    base, u, K = BASE_TOL[dtype], roundoff(dtype), ROUNDING_FACTOR
+    big, mu, sigma, var = group_scales(inp.x, labels, 0.0, True)
+    m = abs(momentum)
+    big_max = float(big.max()) if big.numel() else 0.0
+    var_max = float(var.max()) if var.numel() else 0.0
+    bessel = count / (count - 1) if count > 1 else 1.0
+    # running_mean gets m·mean: rounding of the mean is u·max|x|. running_var gets m·var·n/(n-1):
+    # the variance's rounding is u·κ·var, with κ = max|x|/sqrt(var).
+    assert_close_elementwise(ours[0], theirs[0], K * u * big_max * m, f"{what} running_mean", base,
+                             exact=exact[0])
+    kappa_var = big_max * math.sqrt(var_max) if var_max > 0 else big_max ** 2
+    assert_close_elementwise(ours[1], theirs[1], K * u * (kappa_var + var_max) * bessel * m,
+                             f"{what} running_var", base, exact=exact[1])
+
+
+def compare_eval(ours, theirs, inp, rm, rv, eps, what):
+    """Eval mode: x̂ = (x − running_mean)/sqrt(running_var + eps), an elementwise affine map."""
+    dtype = inp.x.dtype
+    base, u, K = BASE_TOL[dtype], roundoff(dtype), ROUNDING_FACTOR
+    view = (1, -1) + (1,) * (inp.x.dim() - 2)
+    sigma = (rv.double() + eps).sqrt().reshape(view)
+    kappa = (inp.x.double().abs() + rm.double().abs().reshape(view)) / sigma
+    gamma = 1.0 if inp.weight is None else float(inp.weight.double().abs().max())
+    assert_close_elementwise(ours[0], theirs[0], K * u * kappa * gamma, f"{what} output", base)
+    gmax = float(inp.upstream.double().abs().max()) if inp.upstream.numel() else 0.0
+    assert_close_elementwise(ours[1]["input"], theirs[1]["input"], K * u * gamma * gmax / sigma,
+                             f"{what} grad input", base)
+    for name in ("weight", "bias"):
+        if name in theirs[1]:
+            total = inp.upstream.double().abs().mul(1 + kappa).sum(dim=[d for d in range(inp.x.dim()) if d != 1])
+            assert_close_elementwise(ours[1][name], theirs[1][name], (base + K * u) * total, f"{what} grad {name}", base)
+
+
+
+# --- Inputs torch refuses: each case's call, and the words normlib's message must hold
+# (test_errors.py, test_autograd.py) ------------------------------------------------------------------
+
+x24 = torch.randn(2, 4)
+
+
+x253 = torch.randn(2, 5, 3)
+
+
+x243 = torch.randn(2, 4, 3)
+
+
+ints = torch.arange(24).reshape(2, 4, 3)
+
+
+# (id, call taking the functional module or the nn module, strings the message must contain)
+CASES = [
+    # BatchNorm training with one value per channel
+    ("bn-one-value-2d", lambda F: F.batch_norm(torch.randn(1, 3), torch.zeros(3), torch.ones(3), training=True),
+     ["(1, 3)", "more than 1 value per channel"]),
+    ("bn-one-value-3d", lambda F: F.batch_norm(torch.randn(1, 3, 1), None, None, training=True),
+     ["(1, 3, 1)", "more than 1 value per channel"]),
+    ("bn-one-value-4d", lambda F: F.batch_norm(torch.randn(1, 3, 1, 1), None, None, training=True),
+     ["(1, 3, 1, 1)", "more than 1 value per channel"]),
+    # channels not divisible by num_groups
+    ("gn-not-divisible", lambda F: F.group_norm(x253, 2), ["(2, 5, 3)", "num_groups=2", "divisible"]),
+    ("gn-one-value-per-group", lambda F: F.group_norm(torch.randn(1, 2), 2), ["(1, 2)", "num_groups=2"]),
+    # normalized_shape that does not match the trailing dims
+    ("ln-mismatch", lambda F: F.layer_norm(x24, (3,)), ["(2, 4)", "(*, 3)"]),
+    ("ln-mismatch-2d", lambda F: F.layer_norm(x243, (4, 4)), ["(2, 4, 3)", "(*, 4, 4)"]),
+    ("ln-too-few-dims", lambda F: F.layer_norm(torch.randn(4), (3, 4)), ["(4,)", "(*, 3, 4)"]),
+    ("rms-mismatch", lambda F: F.rms_norm(x24, (3,)), ["(2, 4)", "(*, 3)"]),
+    # weight / bias of the wrong shape
+    ("ln-weight", lambda F: F.layer_norm(x24, (4,), torch.ones(3)), ["(4,)", "(3,)", "weight"]),
+    ("ln-bias", lambda F: F.layer_norm(x24, (4,), None, torch.ones(5)), ["(4,)", "(5,)", "bias"]),
+    ("rms-weight", lambda F: F.rms_norm(x24, (4,), torch.ones(2, 2)), ["(4,)", "(2, 2)", "weight"]),
+    ("bn-weight", lambda F: F.batch_norm(x24, None, None, torch.ones(5), training=True), ["(4,)", "(5,)", "weight"]),
+    ("bn-bias", lambda F: F.batch_norm(x24, None, None, None, torch.ones(3), training=True), ["(4,)", "(3,)", "bias"]),
+    ("bn-running", lambda F: F.batch_norm(x24, torch.zeros(3), torch.ones(3), training=True),
+     ["(4,)", "(3,)", "running_mean"]),
+    ("gn-weight", lambda F: F.group_norm(x243, 2, torch.ones(3)), ["(4,)", "(3,)", "weight"]),
+    ("in-weight", lambda F: F.instance_norm(x243, None, None, torch.ones(3)), ["(4,)", "(3,)", "weight"]),
+    # integer inputs
+    ("ln-int", lambda F: F.layer_norm(ints, (3,)), ["torch.int64", "floating-point"]),
+    ("rms-int", lambda F: F.rms_norm(ints, (3,)), ["torch.int64", "floating-point"]),
+    ("bn-int", lambda F: F.batch_norm(ints, None, None, training=True), ["torch.int64", "floating-point"]),
+    ("gn-int", lambda F: F.group_norm(ints, 2), ["torch.int64", "floating-point"]),
+    ("in-int", lambda F: F.instance_norm(ints), ["torch.int64", "floating-point"]),
+    # inputs with too few dimensions
+    ("bn-1d", lambda F: F.batch_norm(torch.randn(3), torch.zeros(3), torch.ones(3), training=True),
+     ["(3,)", "(N, C, *)"]),
+    ("gn-1d", lambda F: F.group_norm(torch.randn(5), 1), ["(5,)", "(N, C, *)"]),
+    ("in-no-spatial", lambda F: F.instance_norm(torch.randn(2, 3)), ["(2, 3)", "spatial"]),
+    ("in-one-spatial", lambda F: F.instance_norm(torch.randn(2, 3, 1)), ["(2, 3, 1)", "spatial"]),
+    # evaluation without running statistics; eps torch refuses; momentum=None in the functional form
+    ("bn-eval-no-stats", lambda F: F.batch_norm(x24, None, None, training=False), ["running_mean", "training=True"]),
+    ("in-eval-no-stats", lambda F: F.instance_norm(x243, use_input_stats=False), ["running_mean", "use_input_stats"]),
+    ("bn-eps-zero-training", lambda F: F.batch_norm(x24, None, None, training=True, eps=0.0), ["eps", "0.0"]),
+    ("bn-eps-negative-eval", lambda F: F.batch_norm(x24, torch.zeros(4), torch.ones(4), eps=-1e-3), ["eps", "-0.001"]),
+    ("bn-momentum-none", lambda F: F.batch_norm(x24, torch.zeros(4), torch.ones(4), training=True, momentum=None),
+     ["momentum", "None"]),
+    ("in-momentum-none", lambda F: F.instance_norm(x243, torch.zeros(4), torch.ones(4), momentum=None),
+     ["momentum", "None"]),
+    # one running statistic without the other
+    ("bn-train-running-var-missing", lambda F: F.batch_norm(x24, torch.zeros(4), None, training=True),
+     ["running_mean", "running_var", "None"]),
+    ("in-train-running-var-missing", lambda F: F.instance_norm(x243, torch.zeros(4), None),
+     ["running_mean", "running_var", "None"]),
+    ("bn-eval-running-var-missing", lambda F: F.batch_norm(x24, torch.zeros(4), None, training=False),
+     ["running_var=None", "training=True"]),
+    # normalized_shape naming no dimension; num_groups that is no count of groups
+    ("ln-empty-shape", lambda F: F.layer_norm(x24, ()), ["normalized_shape", "()"]),
+    ("rms-empty-shape", lambda F: F.rms_norm(x24, ()), ["normalized_shape", "()"]),
+    ("gn-zero-groups", lambda F: F.group_norm(x243, 0), ["num_groups=0"]),
+    ("gn-negative-groups", lambda F: F.group_norm(x243, -2), ["-2", "num_groups"]),
+    ("ln-shape-not-ints", lambda F: F.layer_norm(x24, "4"), ["normalized_shape", "'4'"]),
+    # what torch's forward-mode and reverse-mode autograd refuse: the running statistics are not differentiable
+    ("bn-running-mean-requires-grad", lambda F: F.batch_norm(x24, torch.zeros(4, requires_grad=True), torch.ones(4)),
+     ["running_mean", "requires_grad"]),
+    ("bn-running-var-requires-grad-training",
+     lambda F: F.batch_norm(x24, torch.zeros(4), torch.ones(4, requires_grad=True), training=True),
+     ["running_var", "requires_grad"]),
+    ("in-running-mean-requires-grad",
+     lambda F: F.instance_norm(x243, torch.zeros(4, requires_grad=True), torch.ones(4), use_input_stats=False),
+     ["running_mean", "requires_grad"]),
+    ("bn-eval-running-mean-tangent", lambda F: with_tangents(
+        lambda d: F.batch_norm(d(x24), d(torch.zeros(4)), torch.ones(4), training=False)),
+     ["running_mean", "forward"]),
+    ("in-eval-running-var-tangent", lambda F: with_tangents(
+        lambda d: F.instance_norm(d(x243), torch.zeros(4), d(torch.ones(4)), use_input_stats=False)),
+     ["running_var", "forward"]),
+]
+
+
+def with_tangents(call):
+    """Run ``call(d)`` under forward-mode AD, where ``d(t)`` gives ``t`` a random tangent."""
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        return call(lambda t: fwAD.make_dual(t, torch.randn_like(t)))
+
+
+def raised(call):
+    with pytest.raises(Exception) as info:
+        call()
+    return info.value
+
+
+def assert_raises_like_torch(torch_call, normlib_call, must_contain):
+    theirs, ours = raised(torch_call), raised(normlib_call)
+    # code written against torch catches normlib's exception
+    assert isinstance(ours, type(theirs)), f"torch raised {type(theirs).__name__}, normlib {type(ours).__name__}: {ours}"
+    for needle in must_contain:
+        assert needle in str(ours), f"message lacks {needle!r}: {ours}"
+

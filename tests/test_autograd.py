@@ -22,10 +22,9 @@ import normlib
 import normlib.autograd as A
 import normlib.functional as NF
 from normlib import axes
-from test_errors import CASES, _assert_raises_like_torch
-from test_functional import (
-    MOMENTA, _compare_running, _running, channel_shapes, common, compare, exact_of, forward_and_grads, layer_shapes,
-    make_inputs,
+from helpers import (
+    CASES, MOMENTA, assert_raises_like_torch, channel_shapes, common, compare, compare_running, exact_of,
+    forward_and_grads, layer_shapes, make_inputs, running_stats,
 )
 
 
@@ -216,7 +215,7 @@ def test_batch_norm_training_matches_torch_and_reference(shape, momentum, with_r
     s = axes.batch_norm_axes(shape)
     assume(s.count != 1 and eps > 0)     # torch and normlib refuse these: test_errors.py
     inp = make_inputs(shape, dtype, seed, offset, scale, shape[1], with_weight, with_bias)
-    running = {k: (_running(shape[1], dtype, seed) if with_running else (None, None)) for k in ("hand", "torch", "ref")}
+    running = {k: (running_stats(shape[1], dtype, seed) if with_running else (None, None)) for k in ("hand", "torch", "ref")}
     what = f"batch_norm{shape} {dtype}"
     _both(lambda x, **kw: A.batch_norm(x, *running["hand"], training=True, momentum=momentum, eps=eps, **kw),
           lambda x, **kw: NF.batch_norm(x, *running["ref"], training=True, momentum=momentum, eps=eps, **kw),
@@ -226,10 +225,10 @@ def test_batch_norm_training_matches_torch_and_reference(shape, momentum, with_r
     if with_running:
         # each implementation ran its forward once on its own buffers; the float64 answer decides
         # where torch's half-precision running statistics are farther from it than ours
-        exact = tuple(t.double() for t in _running(shape[1], dtype, seed))
+        exact = tuple(t.double() for t in running_stats(shape[1], dtype, seed))
         TF.batch_norm(inp.x.double(), *exact, training=True, momentum=momentum, eps=eps)
         for other in ("torch", "ref"):
-            _compare_running(running["hand"], running[other], inp, s.labels(), eps, momentum, s.count,
+            compare_running(running["hand"], running[other], inp, s.labels(), eps, momentum, s.count,
                              f"{what} vs {other}", exact)
 
 
@@ -306,7 +305,7 @@ HAND_CASES = [c for c in CASES if c[0].split("-")[0] in ("ln", "rms", "bn")]
 @pytest.mark.parametrize("case", HAND_CASES, ids=[c[0] for c in HAND_CASES])
 def test_raises_like_torch(case):
     _, call, must_contain = case
-    _assert_raises_like_torch(lambda: call(TF), lambda: call(A), must_contain)
+    assert_raises_like_torch(lambda: call(TF), lambda: call(A), must_contain)
 
 
 MODULES = [

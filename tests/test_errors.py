@@ -13,95 +13,7 @@ import torch.nn.functional as TF
 
 import normlib
 import normlib.functional as NF
-
-x24 = torch.randn(2, 4)
-x253 = torch.randn(2, 5, 3)
-x243 = torch.randn(2, 4, 3)
-ints = torch.arange(24).reshape(2, 4, 3)
-
-# (id, call taking the functional module or the nn module, strings the message must contain)
-CASES = [
-    # BatchNorm training with one value per channel
-    ("bn-one-value-2d", lambda F: F.batch_norm(torch.randn(1, 3), torch.zeros(3), torch.ones(3), training=True),
-     ["(1, 3)", "more than 1 value per channel"]),
-    ("bn-one-value-3d", lambda F: F.batch_norm(torch.randn(1, 3, 1), None, None, training=True),
-     ["(1, 3, 1)", "more than 1 value per channel"]),
-    ("bn-one-value-4d", lambda F: F.batch_norm(torch.randn(1, 3, 1, 1), None, None, training=True),
-     ["(1, 3, 1, 1)", "more than 1 value per channel"]),
-    # channels not divisible by num_groups
-    ("gn-not-divisible", lambda F: F.group_norm(x253, 2), ["(2, 5, 3)", "num_groups=2", "divisible"]),
-    ("gn-one-value-per-group", lambda F: F.group_norm(torch.randn(1, 2), 2), ["(1, 2)", "num_groups=2"]),
-    # normalized_shape that does not match the trailing dims
-    ("ln-mismatch", lambda F: F.layer_norm(x24, (3,)), ["(2, 4)", "(*, 3)"]),
-    ("ln-mismatch-2d", lambda F: F.layer_norm(x243, (4, 4)), ["(2, 4, 3)", "(*, 4, 4)"]),
-    ("ln-too-few-dims", lambda F: F.layer_norm(torch.randn(4), (3, 4)), ["(4,)", "(*, 3, 4)"]),
-    ("rms-mismatch", lambda F: F.rms_norm(x24, (3,)), ["(2, 4)", "(*, 3)"]),
-    # weight / bias of the wrong shape
-    ("ln-weight", lambda F: F.layer_norm(x24, (4,), torch.ones(3)), ["(4,)", "(3,)", "weight"]),
-    ("ln-bias", lambda F: F.layer_norm(x24, (4,), None, torch.ones(5)), ["(4,)", "(5,)", "bias"]),
-    ("rms-weight", lambda F: F.rms_norm(x24, (4,), torch.ones(2, 2)), ["(4,)", "(2, 2)", "weight"]),
-    ("bn-weight", lambda F: F.batch_norm(x24, None, None, torch.ones(5), training=True), ["(4,)", "(5,)", "weight"]),
-    ("bn-bias", lambda F: F.batch_norm(x24, None, None, None, torch.ones(3), training=True), ["(4,)", "(3,)", "bias"]),
-    ("bn-running", lambda F: F.batch_norm(x24, torch.zeros(3), torch.ones(3), training=True),
-     ["(4,)", "(3,)", "running_mean"]),
-    ("gn-weight", lambda F: F.group_norm(x243, 2, torch.ones(3)), ["(4,)", "(3,)", "weight"]),
-    ("in-weight", lambda F: F.instance_norm(x243, None, None, torch.ones(3)), ["(4,)", "(3,)", "weight"]),
-    # integer inputs
-    ("ln-int", lambda F: F.layer_norm(ints, (3,)), ["torch.int64", "floating-point"]),
-    ("rms-int", lambda F: F.rms_norm(ints, (3,)), ["torch.int64", "floating-point"]),
-    ("bn-int", lambda F: F.batch_norm(ints, None, None, training=True), ["torch.int64", "floating-point"]),
-    ("gn-int", lambda F: F.group_norm(ints, 2), ["torch.int64", "floating-point"]),
-    ("in-int", lambda F: F.instance_norm(ints), ["torch.int64", "floating-point"]),
-    # inputs with too few dimensions
-    ("bn-1d", lambda F: F.batch_norm(torch.randn(3), torch.zeros(3), torch.ones(3), training=True),
-     ["(3,)", "(N, C, *)"]),
-    ("gn-1d", lambda F: F.group_norm(torch.randn(5), 1), ["(5,)", "(N, C, *)"]),
-    ("in-no-spatial", lambda F: F.instance_norm(torch.randn(2, 3)), ["(2, 3)", "spatial"]),
-    ("in-one-spatial", lambda F: F.instance_norm(torch.randn(2, 3, 1)), ["(2, 3, 1)", "spatial"]),
-    # evaluation without running statistics; eps torch refuses; momentum=None in the functional form
-    ("bn-eval-no-stats", lambda F: F.batch_norm(x24, None, None, training=False), ["running_mean", "training=True"]),
-    ("in-eval-no-stats", lambda F: F.instance_norm(x243, use_input_stats=False), ["running_mean", "use_input_stats"]),
-    ("bn-eps-zero-training", lambda F: F.batch_norm(x24, None, None, training=True, eps=0.0), ["eps", "0.0"]),
-    ("bn-eps-negative-eval", lambda F: F.batch_norm(x24, torch.zeros(4), torch.ones(4), eps=-1e-3), ["eps", "-0.001"]),
-    ("bn-momentum-none", lambda F: F.batch_norm(x24, torch.zeros(4), torch.ones(4), training=True, momentum=None),
-     ["momentum", "None"]),
-    ("in-momentum-none", lambda F: F.instance_norm(x243, torch.zeros(4), torch.ones(4), momentum=None),
-     ["momentum", "None"]),
-    # one running statistic without the other
-    ("bn-train-running-var-missing", lambda F: F.batch_norm(x24, torch.zeros(4), None, training=True),
-     ["running_mean", "running_var", "None"]),
-    ("in-train-running-var-missing", lambda F: F.instance_norm(x243, torch.zeros(4), None),
-     ["running_mean", "running_var", "None"]),
-    ("bn-eval-running-var-missing", lambda F: F.batch_norm(x24, torch.zeros(4), None, training=False),
-     ["running_var=None", "training=True"]),
-    # normalized_shape naming no dimension; num_groups that is no count of groups
-    ("ln-empty-shape", lambda F: F.layer_norm(x24, ()), ["normalized_shape", "()"]),
-    ("rms-empty-shape", lambda F: F.rms_norm(x24, ()), ["normalized_shape", "()"]),
-    ("gn-zero-groups", lambda F: F.group_norm(x243, 0), ["num_groups=0"]),
-    ("gn-negative-groups", lambda F: F.group_norm(x243, -2), ["-2", "num_groups"]),
-    ("ln-shape-not-ints", lambda F: F.layer_norm(x24, "4"), ["normalized_shape", "'4'"]),
-    # what torch's forward-mode and reverse-mode autograd refuse: the running statistics are not differentiable
-    ("bn-running-mean-requires-grad", lambda F: F.batch_norm(x24, torch.zeros(4, requires_grad=True), torch.ones(4)),
-     ["running_mean", "requires_grad"]),
-    ("bn-running-var-requires-grad-training",
-     lambda F: F.batch_norm(x24, torch.zeros(4), torch.ones(4, requires_grad=True), training=True),
-     ["running_var", "requires_grad"]),
-    ("in-running-mean-requires-grad",
-     lambda F: F.instance_norm(x243, torch.zeros(4, requires_grad=True), torch.ones(4), use_input_stats=False),
-     ["running_mean", "requires_grad"]),
-    ("bn-eval-running-mean-tangent", lambda F: _with_tangents(
-        lambda d: F.batch_norm(d(x24), d(torch.zeros(4)), torch.ones(4), training=False)),
-     ["running_mean", "forward"]),
-    ("in-eval-running-var-tangent", lambda F: _with_tangents(
-        lambda d: F.instance_norm(d(x243), torch.zeros(4), d(torch.ones(4)), use_input_stats=False)),
-     ["running_var", "forward"]),
-]
-
-def _with_tangents(call):
-    """Run ``call(d)`` under forward-mode AD, where ``d(t)`` gives ``t`` a random tangent."""
-    import torch.autograd.forward_ad as fwAD
-    with fwAD.dual_level():
-        return call(lambda t: fwAD.make_dual(t, torch.randn_like(t)))
+from helpers import CASES, assert_raises_like_torch, raised, x24, x243
 
 
 MODULE_CASES = [
@@ -190,23 +102,9 @@ TORCH_WORDS = {
 }
 
 
-def _raised(call):
-    with pytest.raises(Exception) as info:
-        call()
-    return info.value
-
-
-def _assert_raises_like_torch(torch_call, normlib_call, must_contain):
-    theirs, ours = _raised(torch_call), _raised(normlib_call)
-    # code written against torch catches normlib's exception
-    assert isinstance(ours, type(theirs)), f"torch raised {type(theirs).__name__}, normlib {type(ours).__name__}: {ours}"
-    for needle in must_contain:
-        assert needle in str(ours), f"message lacks {needle!r}: {ours}"
-
-
 def _assert_starts_with_torch_words(case_id, torch_call, normlib_call):
     words = TORCH_WORDS[case_id]
-    theirs, ours = _raised(torch_call), _raised(normlib_call)
+    theirs, ours = raised(torch_call), raised(normlib_call)
     assert re.match(words, str(theirs)), f"torch no longer says {words!r}: {theirs}"
     assert re.match(words, str(ours)), f"normlib's message should start with torch's words {words!r}, got: {ours}"
     assert len(str(ours)) > len(re.match(words, str(ours)).group(0)) + 20, f"normlib's explanation is missing: {ours}"
@@ -247,13 +145,13 @@ def test_module_message_starts_with_torch_words(case):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_functional_raises_like_torch(case):
     _, call, must_contain = case
-    _assert_raises_like_torch(lambda: call(TF), lambda: call(NF), must_contain)
+    assert_raises_like_torch(lambda: call(TF), lambda: call(NF), must_contain)
 
 
 @pytest.mark.parametrize("case", MODULE_CASES, ids=[c[0] for c in MODULE_CASES])
 def test_modules_raise_like_torch(case):
     _, call, must_contain = case
-    _assert_raises_like_torch(lambda: call(tnn), lambda: call(normlib), must_contain)
+    assert_raises_like_torch(lambda: call(tnn), lambda: call(normlib), must_contain)
 
 
 def test_normalized_shape_must_be_ints():

@@ -54,8 +54,10 @@ import normlib
 import normlib.autograd as A
 import normlib.functional as NF
 from normlib import axes
-from conftest import BASE_TOL, ROUNDING_FACTOR, assert_close_elementwise, compute_dtype, roundoff
-from test_functional import Inputs, _compare_eval, _compare_running, compare, group_scales
+from helpers import (
+    BASE_TOL, ROUNDING_FACTOR, Inputs, assert_close_elementwise, compare, compare_eval, compare_running,
+    compute_dtype, group_scales, roundoff,
+)
 
 
 # --------------------------------------------------------------------------- torch's databases
@@ -218,7 +220,7 @@ def _bind(fn_name: str, sample) -> Dict[str, object]:
     return dict(bound.arguments)
 
 
-def _raised(call):
+def raised(call):
     try:
         return None, call()
     except Exception as error:   # noqa: BLE001 - the test compares what each library raises
@@ -271,7 +273,7 @@ def _compare(ours, theirs, x, weight, bias, upstream, scales: _Scales, what: str
         rm, rv = scales.running
         grads_o, grads_t = dict(ours[1]), dict(theirs[1])
         grads_o.setdefault("input", torch.zeros_like(x)), grads_t.setdefault("input", torch.zeros_like(x))
-        _compare_eval((ours[0], grads_o), (theirs[0], grads_t), inp, rm, rv, scales.eps, what)
+        compare_eval((ours[0], grads_o), (theirs[0], grads_t), inp, rm, rv, scales.eps, what)
     else:
         compare(ours, theirs, inp, scales.labels, scales.eps, scales.centered, scales.channel_of, what)
     assert set(ours[1]) == set(theirs[1]), f"{what}: gradients for {sorted(ours[1])}, torch's for {sorted(theirs[1])}"
@@ -376,7 +378,7 @@ def test_sample_inputs(op, impl, dtype):
         args = _bind(fn_name, sample)
         x = args["input"]
         theirs_args = _fresh(args)
-        theirs_error, theirs = _raised(lambda: _forward_and_grads(op.op, theirs_args, None))
+        theirs_error, theirs = raised(lambda: _forward_and_grads(op.op, theirs_args, None))
         upstream = None
         if theirs_error is None and op.supports_autograd:
             # the upstream gradient has the output's shape, known once torch has run
@@ -385,7 +387,7 @@ def test_sample_inputs(op, impl, dtype):
             theirs_args = _fresh(args)
             theirs = _forward_and_grads(op.op, theirs_args, upstream)
         ours_args = _fresh(args)
-        ours_error, ours = _raised(lambda: _forward_and_grads(ours_fn, ours_args, upstream))
+        ours_error, ours = raised(lambda: _forward_and_grads(ours_fn, ours_args, upstream))
         if theirs_error is not None:
             assert ours_error is not None, f"torch raises {theirs_error!r}, normlib returns a result"
             assert isinstance(ours_error, type(theirs_error)), (
@@ -405,7 +407,7 @@ def test_sample_inputs(op, impl, dtype):
         if not isinstance(args.get("running_mean"), Tensor):
             return
         if scales.running is None and x.numel():      # updated from the batch
-            _compare_running((ours_args["running_mean"], ours_args["running_var"]),
+            compare_running((ours_args["running_mean"], ours_args["running_var"]),
                              (theirs_args["running_mean"], theirs_args["running_var"]),
                              Inputs(x.detach(), None, None, torch.zeros_like(x)), scales.labels, scales.eps,
                              args["momentum"], scales.count, f"{what} running statistics")
@@ -430,8 +432,8 @@ def test_forward_ad(op, impl, dtype):
         tangents = {k: torch.randn(args[k].shape, generator=gen, dtype=torch.float64).to(args[k].dtype)
                     for k in GRAD_NAMES if isinstance(args.get(k), Tensor) and args[k].is_floating_point()}
         ours_args, theirs_args = _fresh(args), _fresh(args)
-        theirs_error, theirs = _raised(lambda: _jvp(op.op, theirs_args, tangents))
-        ours_error, ours = _raised(lambda: _jvp(ours_fn, ours_args, tangents))
+        theirs_error, theirs = raised(lambda: _jvp(op.op, theirs_args, tangents))
+        ours_error, ours = raised(lambda: _jvp(ours_fn, ours_args, tangents))
         if theirs_error is not None:
             assert ours_error is not None and isinstance(ours_error, type(theirs_error)), (
                 f"torch raises {theirs_error!r}, normlib {ours_error!r}")
@@ -610,7 +612,7 @@ def test_module_inputs(info, impl, dtype, training):
                 momentum = theirs.momentum
                 if momentum is None:      # BatchNorm's cumulative average; InstanceNorm takes it as 0
                     momentum = 1.0 / float(sd_t["num_batches_tracked"]) if name.startswith("BatchNorm") else 0.0
-                _compare_running((sd_o["running_mean"], sd_o["running_var"]),
+                compare_running((sd_o["running_mean"], sd_o["running_var"]),
                                  (sd_t["running_mean"], sd_t["running_var"]), Inputs(batched(xs), None, None, upstream),
                                  scales.labels, scales.eps, momentum, scales.count, f"step {step} running statistics")
             else:
