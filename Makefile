@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast venv assets lab chapters notebooks perturbed serve clean bench-widgets bench \
+.PHONY: book test test-fast lint venv assets lab chapters notebooks perturbed serve clean bench-widgets bench \
 	assignments assignments-release autograde feedback
 
 $(STAMP): requirements.txt pyproject.toml
@@ -50,6 +50,11 @@ test: $(STAMP)
 WORKERS ?= 2
 test-fast: $(STAMP)
 	$(PY) -m pytest tests normlib --doctest-modules -m "not slow" -n $(WORKERS) --dist worksteal
+
+## Lint the Python sources with ruff (pinned in requirements.txt, configured in pyproject.toml);
+## `make lint FIX=1` applies ruff's safe fixes. tests/test_lint.py runs the same check in make test.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . $(if $(FIX),--fix,)
 
 ## Open the chapters in JupyterLab.
 lab: $(STAMP)

@@ -46,13 +46,13 @@ def main() -> int:
         live.n.value, live.c.value, live.hw.value = 4, 12, 8  # the largest block the sliders allow
         for method in ("batch", "layer", "instance", "group", "rms"):
             live.method.value = method
-            times = timed(lambda k: setattr(live.offset, "value", float(k % 10)))
+            times = timed(lambda k, live=live: setattr(live.offset, "value", float(k % 10)))
             rows.append((lang, method, "offset", times))
         live.method.value = "group"
-        rows.append((lang, "group", "C (G follows)", timed(lambda k: setattr(live.c, "value", 12 - (k % 2) * 4))))
-        rows.append((lang, "group", "which", timed(lambda k: setattr(live.which, "value", k % 4))))
+        rows.append((lang, "group", "C (G follows)", timed(lambda k, live=live: setattr(live.c, "value", 12 - (k % 2) * 4))))
+        rows.append((lang, "group", "which", timed(lambda k, live=live: setattr(live.which, "value", k % 4))))
         live.method.value = "layer"
-        rows.append((lang, "layer", "eps", timed(lambda k: setattr(live.eps, "value", 10.0 ** -(k % 8)))))
+        rows.append((lang, "layer", "eps", timed(lambda k, live=live: setattr(live.eps, "value", 10.0 ** -(k % 8)))))
     lines = [
         f"# Live explorer: one update (ms), {REPEATS} updates each, largest block (N=4, C=12, H·W=8)",
         "",

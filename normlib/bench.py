@@ -654,7 +654,7 @@ def _progress_bar(progress: ProgressArg, total: int):
         return (lambda done, what: progress(done, total, what)), (lambda: None)
     if not progress:
         return (lambda done, what: None), (lambda: None)
-    from tqdm.auto import tqdm    # a widget in a notebook, text on stderr in a terminal
+    from tqdm.auto import tqdm  # a widget in a notebook, text on stderr in a terminal
 
     bar = tqdm(total=total, file=sys.stderr, leave=False, unit="case", dynamic_ncols=True)
 
@@ -866,7 +866,7 @@ def _label(key: str, lang: str) -> str:
 
 
 def _colours() -> Dict[str, str]:
-    from .viz import COLORS   # Okabe–Ito
+    from .viz import COLORS  # Okabe–Ito
 
     return {"readable": COLORS["orange"], "hand": COLORS["green"], "compiled": COLORS["blue"],
             "torch": COLORS["black"]}

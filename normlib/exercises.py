@@ -747,8 +747,8 @@ def check_layer_norm_backward(function, lang: str = "en", *, cases=((((4, 6), (6
         report = _Report(lang, name, _case(lang, shape, True, normalized_shape=normalized_shape, eps=eps) + ", "
                          + text("ex:case_grad", lang), "ex:sec:07_derive")
         spec = _layer_spec(x, dims, eps)
-        _check_backward(report, lambda a, w, b: apply(a, normalized_shape, w, b, eps), x, weight, bias,
-                        lambda a, w, b: F.layer_norm(a, dims, w, b, eps), spec, spec.pool.dims)
+        _check_backward(report, lambda a, w, b, shape=normalized_shape: apply(a, shape, w, b, eps), x, weight, bias,
+                        lambda a, w, b, dims=dims: F.layer_norm(a, dims, w, b, eps), spec, spec.pool.dims)
     _passed(lang, name, len(cases))
 
 

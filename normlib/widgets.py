@@ -27,12 +27,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import ipywidgets as W
 import PIL.Image
-from ipywidgets.widgets.widget_link import Link
 import torch
+from ipywidgets.widgets.widget_link import Link
 
-from . import axes
+from . import axes, viz
 from . import functional as _F
-from . import viz
 from .i18n import check_lang, text
 
 __all__ = ["Leaf", "Explorer", "static_explorer", "live_explorer", "LiveExplorer", "METHOD_NAMES"]

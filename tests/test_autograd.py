@@ -21,11 +21,21 @@ from torch.autograd import gradcheck, gradgradcheck
 import normlib
 import normlib.autograd as A
 import normlib.functional as NF
-from normlib import axes
 from helpers import (
-    CASES, MOMENTA, assert_raises_like_torch, channel_shapes, common, compare, compare_running, exact_of,
-    forward_and_grads, layer_shapes, make_inputs, running_stats,
+    CASES,
+    MOMENTA,
+    assert_raises_like_torch,
+    channel_shapes,
+    common,
+    compare,
+    compare_running,
+    exact_of,
+    forward_and_grads,
+    layer_shapes,
+    make_inputs,
+    running_stats,
 )
+from normlib import axes
 
 
 def _d(*shape, gen, scale=1.0, offset=0.0):
@@ -328,7 +338,7 @@ def test_modules_are_drop_in_with_hand_backward(cfg):
         for p in theirs.parameters():
             p.copy_(torch.rand(p.shape, generator=g, dtype=p.dtype) + 0.5)
     ours.load_state_dict(theirs.state_dict(), strict=True)
-    for step in range(3):
+    for _ in range(3):
         x = torch.randn(shape, generator=g, dtype=torch.float64)
         xo, xt = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
         yo, yt = ours(xo), theirs(xt)

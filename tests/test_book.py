@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import yaml
+
 from helpers import ROOT, toc_docnames
 
 OUTPUT_IMAGE = re.compile(r'<img [^>]*src="[^"]*_images/[^"]*"[^>]*>')

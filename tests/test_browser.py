@@ -34,6 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
 from helpers import ROOT, running_in_ci, toc_docnames
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))

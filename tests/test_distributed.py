@@ -19,10 +19,9 @@ import torch.distributed as dist
 from torch import nn
 
 import normlib
+from helpers import assert_close_elementwise
 from normlib import distributed as D
 from normlib.axes import NormInputError
-
-from helpers import assert_close_elementwise
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 

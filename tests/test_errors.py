@@ -15,7 +15,6 @@ import normlib
 import normlib.functional as NF
 from helpers import CASES, assert_raises_like_torch, raised, x24, x243
 
-
 MODULE_CASES = [
     ("BatchNorm2d-3d-input", lambda nn: nn.BatchNorm2d(4)(x243), ["4D", "3D", "(2, 4, 3)"]),
     ("BatchNorm1d-4d-input", lambda nn: nn.BatchNorm1d(4)(torch.randn(2, 4, 3, 3)), ["2D or 3D", "4D"]),

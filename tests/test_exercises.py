@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers import ROOT, has_hangul
 from normlib import exercises as ex
 from normlib import i18n
-from helpers import ROOT, has_hangul
 
 LANGS = ("ko", "en")
 

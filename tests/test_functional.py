@@ -17,12 +17,23 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import normlib.functional as NF
-from normlib import axes
 from helpers import (
-    DTYPES, MOMENTA, BASE_TOL, channel_shapes, common, compare, compare_eval,
-    compare_running, compute_dtype, exact_of, forward_and_grads, layer_shapes, make_inputs, running_stats,
+    BASE_TOL,
+    DTYPES,
+    MOMENTA,
+    channel_shapes,
+    common,
+    compare,
+    compare_eval,
+    compare_running,
+    compute_dtype,
+    exact_of,
+    forward_and_grads,
+    layer_shapes,
+    make_inputs,
+    running_stats,
 )
-
+from normlib import axes
 
 # ------------------------------------------------------------------ strategies
 

@@ -88,11 +88,14 @@ def test_module_is_drop_in(cfg):
         for (n, po), (_, pt) in zip(ours.named_parameters(), theirs.named_parameters()):
             torch.testing.assert_close(po.grad, pt.grad, rtol=1e-10, atol=1e-10, equal_nan=True, msg=f"grad of {n}")
         if opt_t:
-            opt_t.step(); opt_o.step(); opt_t.zero_grad(); opt_o.zero_grad()
+            for opt in (opt_t, opt_o):
+                opt.step()
+                opt.zero_grad()
         for k, v in theirs.state_dict().items():
             torch.testing.assert_close(ours.state_dict()[k], v, rtol=1e-10, atol=1e-10, equal_nan=True, msg=f"{k} after step {step}")
 
-    theirs.eval(); ours.eval()
+    theirs.eval()
+    ours.eval()
     x = torch.randn(shape, generator=gen, dtype=torch.float64)
     torch.testing.assert_close(ours(x), theirs(x), rtol=1e-10, atol=1e-10, equal_nan=True)
     for k, v in theirs.state_dict().items():  # eval changes nothing
@@ -183,7 +186,7 @@ def test_cumulative_average_goes_on_after_a_partial_load():
     torch.manual_seed(0)
     batches = [torch.randn(6, 3, dtype=torch.float64) + i for i in range(4)]
     layers = {lib.__name__: lib.BatchNorm1d(3, momentum=None, dtype=torch.float64) for lib in (tnn, normlib)}
-    for name, bn in layers.items():
+    for bn in layers.values():
         for b in batches[:2]:
             bn(b)
         bn.load_state_dict({"weight": torch.full((3,), 2.0, dtype=torch.float64)}, strict=False)

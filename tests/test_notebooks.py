@@ -5,12 +5,12 @@ have the same file names, one per chapter source, is checked in test_chapter_sou
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
-import re
 import tokenize
-from unittest import mock
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest

@@ -53,12 +53,19 @@ from torch.autograd import gradcheck, gradgradcheck
 import normlib
 import normlib.autograd as A
 import normlib.functional as NF
-from normlib import axes
 from helpers import (
-    BASE_TOL, ROUNDING_FACTOR, Inputs, assert_close_elementwise, compare, compare_eval, compare_running,
-    compute_dtype, group_scales, roundoff,
+    BASE_TOL,
+    ROUNDING_FACTOR,
+    Inputs,
+    assert_close_elementwise,
+    compare,
+    compare_eval,
+    compare_running,
+    compute_dtype,
+    group_scales,
+    roundoff,
 )
-
+from normlib import axes
 
 # --------------------------------------------------------------------------- torch's databases
 
