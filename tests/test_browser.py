@@ -24,6 +24,7 @@ never needed. Without Chromium or Playwright the tests skip, except on CI (CI=tr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -272,10 +273,11 @@ VISIBLE_PICTURE = """(root) => {
 }"""
 
 
-@pytest.mark.parametrize("lang", ["ko", "en"])
-def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, book_url, lang):
-    """On the family chapter, with no kernel: the explorer's first method selector switches the
-    visible picture (checked in the DOM and on screenshots, saved as artifacts)."""
+@contextlib.contextmanager
+def family_explorer(browser, book_url, lang):
+    """The family chapter's static page (no kernel), scrolled to its explorer: yields (docname,
+    page, explorer, problems). After the block, ``problems`` holds every request to another host
+    and every JavaScript error the visit caused."""
     docname = f"chapters/{lang}/06_family"
     if docname not in PAGES:
         pytest.fail(f"{docname} is not in _toc.yml")
@@ -284,11 +286,23 @@ def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, b
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.on("pageerror", lambda e: errors.append(str(e)))
+    problems: list[str] = []
     try:
         page.goto(f"{book_url}/{docname}.html", wait_until="load")
         explorer = page.locator(".normlib-explorer").first
         explorer.wait_for(state="visible")
         explorer.scroll_into_view_if_needed()
+        yield docname, page, explorer, problems
+    finally:
+        context.close()
+        problems.extend(foreign + errors)
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, book_url, lang):
+    """On the family chapter, with no kernel: the explorer's first method selector switches the
+    visible picture (checked in the DOM and on screenshots, saved as artifacts)."""
+    with family_explorer(browser, book_url, lang) as (docname, page, explorer, problems):
         methods = explorer.locator(".normlib-method").first
         buttons = methods.locator("button")
         assert buttons.count() == 5, f"{docname}: {buttons.count()} method buttons in the image layout"
@@ -307,9 +321,7 @@ def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, b
             assert "mod-active" in (buttons.nth(index).get_attribute("class") or "")
             shots[name] = explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_explorer_{name}.png"))
         assert len({before_png, shots["instance"], shots["layer"]}) == 3, "screenshots did not change"
-    finally:
-        context.close()
-    assert not foreign and not errors, foreign + errors
+    assert not problems, problems
 
 
 # The picture the explorer shows: its <img> is re-created from a new blob: URL at every switch, so
@@ -340,19 +352,7 @@ def test_the_which_statistic_slider_changes_the_picture_without_a_kernel(browser
     """On the family chapter's static page (no kernel), moving the explorer's which-statistic
     slider, with the keyboard and with the mouse, shows another picture for every value, and
     the same picture again when it comes back."""
-    docname = f"chapters/{lang}/06_family"
-    if docname not in PAGES:
-        pytest.fail(f"{docname} is not in _toc.yml")
-    foreign, errors = [], []
-    context = isolated_context(browser, book_url, foreign)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.goto(f"{book_url}/{docname}.html", wait_until="load")
-        explorer = page.locator(".normlib-explorer").first
-        explorer.wait_for(state="visible")
-        explorer.scroll_into_view_if_needed()
+    with family_explorer(browser, book_url, lang) as (docname, page, explorer, problems):
         slider = explorer.locator(".normlib-which:visible")
         assert slider.count() == 1, f"{docname}: {slider.count()} which-statistic sliders visible"
         handle = slider.locator(".noUi-handle")
@@ -383,10 +383,8 @@ def test_the_which_statistic_slider_changes_the_picture_without_a_kernel(browser
         page.keyboard.press("Home")                            # and back to the first statistic
         back = shown_picture(explorer, other_than=shown[top]["sha"])
         assert readout.inner_text().strip() == "0", f"{docname}: the slider did not go back to 0"
-    finally:
-        context.close()
     assert all(s["count"] == 1 for s in shown.values()), f"{docname}: pictures shown {shown}"
     assert len({s["sha"] for s in shown.values()}) == 3, \
         f"{docname}: moving the slider (0 → 1 → {top}) did not change the picture each time: {shown}"
     assert back.get("sha") == shown[0]["sha"], f"{docname}: back at 0, another picture than at first"
-    assert not foreign and not errors, foreign + errors
+    assert not problems, problems
