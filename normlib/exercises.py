@@ -160,10 +160,6 @@ def _num(v: float) -> str:
     return f"{v:.6g}"
 
 
-def _index(idx: Sequence[int]) -> str:
-    return "(" + ", ".join(str(int(i)) for i in idx) + ("," if len(idx) == 1 else "") + ")"
-
-
 def _name(obj, default: str) -> str:
     return getattr(obj, "__name__", None) or default
 
@@ -200,7 +196,7 @@ def _compare(report: _Report, what: str, got, expected: Tensor, tol: float, chec
     worst = torch.where(over, torch.nan_to_num(diff, nan=math.inf), torch.zeros_like(diff))
     idx = tuple(int(i) for i in torch.unravel_index(worst.argmax(), g.shape)) if g.dim() else ()
     report.values_differ = True
-    report.add("ex:max_diff", what=what, index=_index(idx), diff=_num(float(diff[idx])), got=_num(float(g[idx])),
+    report.add("ex:max_diff", what=what, index=_fmt(idx), diff=_num(float(diff[idx])), got=_num(float(g[idx])),
                expected=_num(float(e[idx])), count=int(over.sum()), total=g.numel(), tol=f"{tol:g}")
     return "values"
 
@@ -224,7 +220,7 @@ class _Pool:
         return v.mean(self.dims, keepdim=True), v.var(self.dims, keepdim=True, correction=int(unbiased))
 
     def describe(self, report: _Report) -> str:
-        return report.t(self.key) if self.key else _index(self.dims)
+        return report.t(self.key) if self.key else _fmt(self.dims)
 
 
 def _standardize(x: Tensor, pool: _Pool, unbiased: bool, eps: float, std_eps: bool) -> Tensor:
@@ -251,7 +247,7 @@ def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, gr
             report.add("ex:group_ok", group=word, stat=stat)
             continue
         idx = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-        report.add("ex:group_off", group=word, stat=stat, index=_index([idx[d] for d in kept]),
+        report.add("ex:group_off", group=word, stat=stat, index=_fmt([idx[d] for d in kept]),
                    got=_num(float(g[idx])), expected=_num(float(e[idx])))
 
 
@@ -296,8 +292,8 @@ def _explain(report: _Report, got: Tensor, x: Tensor, spec: _Norm, weight, bias,
                                 spec.pooling_section,
                                 got=pool.describe(report), expected=spec.pool.describe(report))
             else:
-                report.diagnose("axes", "ex:diag:axes", spec.pooling_section, got=_index(pool.dims),
-                                expected=_index(spec.pool.dims))
+                report.diagnose("axes", "ex:diag:axes", spec.pooling_section, got=_fmt(pool.dims),
+                                expected=_fmt(spec.pool.dims))
         if unbiased:
             report.diagnose("unbiased", "ex:diag:unbiased", "ex:sec:02_variance")
         if std_eps:
@@ -435,7 +431,7 @@ def _explain_reduction(report: _Report, got: Tensor, x: Tensor, dims: Tuple[int,
         if not _close(got, candidate, _tol(x.dtype)):
             continue
         if d != dims:
-            report.diagnose("axes", "ex:diag:axes", "ex:sec:04_sequences", got=_index(d), expected=_index(dims))
+            report.diagnose("axes", "ex:diag:axes", "ex:sec:04_sequences", got=_fmt(d), expected=_fmt(dims))
         if not keepdim:
             report.diagnose("keepdim", "ex:diag:keepdim", "ex:sec:04_formula")
         if unbiased:
@@ -841,14 +837,14 @@ def check_axes(fn: Callable, lang: str = "en", *, cases=AXES_CASES) -> None:
         except ValueError as error:
             if expected is None:
                 continue
-            report.add("ex:axes_raised", expected=_index(expected), error=f"ValueError: {error}", **where)
+            report.add("ex:axes_raised", expected=_fmt(expected), error=f"ValueError: {error}", **where)
             wrong += 1
             continue
         except NotImplementedError as error:
             report.add("ex:not_implemented")
             report.fail(error)
         except Exception as error:   # noqa: BLE001
-            report.add("ex:axes_raised", expected=_index(expected) if expected else "ValueError",
+            report.add("ex:axes_raised", expected=_fmt(expected) if expected else "ValueError",
                        error=f"{type(error).__name__}: {error}", **where)
             wrong += 1
             continue
@@ -861,7 +857,7 @@ def check_axes(fn: Callable, lang: str = "en", *, cases=AXES_CASES) -> None:
         if got == expected:
             continue
         wrong += 1
-        report.add("ex:axes_wrong", got=repr(answer), expected=_index(expected), **where)
+        report.add("ex:axes_wrong", got=repr(answer), expected=_fmt(expected), **where)
         if method == "batch" and layout == "BLD" and got == (0,):
             report.diagnose("dim0", "ex:diag:dim0", "ex:sec:03_dim0")
         elif sections[method][0] not in report.diagnoses:

@@ -17,18 +17,17 @@ input's dtype, as PyTorch does. Chapters 2–6 derive these formulas by hand.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.autograd.forward_ad as fwAD
 from torch import Tensor
 
 from . import axes
-from .axes import NormInputError, Sharing, _fmt
+from .axes import NormInputError, ShapeLike, Sharing, _fmt
 
 __all__ = ["layer_norm", "batch_norm", "instance_norm", "group_norm", "rms_norm", "NormDtypeError"]
 
-ShapeLike = Union[int, Sequence[int], torch.Size]
 
 
 class NormDtypeError(TypeError, NotImplementedError):

@@ -20,6 +20,7 @@ tests can check it.
 
 from __future__ import annotations
 
+import html
 import io
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -292,7 +293,7 @@ class LiveExplorer(W.VBox):
     def _report(self, x: torch.Tensor, y: Optional[torch.Tensor], mask: torch.Tensor) -> str:
         t = lambda key: text(key, self.lang)  # noqa: E731
         if y is None:
-            return f"<b>{t('live_error')}</b> {_escape(self.last_error)}"
+            return f"<b>{t('live_error')}</b> {html.escape(self.last_error, quote=False)}"
         xs, ys = x[mask], y[mask]
         rows = [
             (t("input"), xs.mean(), xs.var(unbiased=False), xs.square().mean()),
@@ -308,10 +309,6 @@ class LiveExplorer(W.VBox):
 def _num(value: torch.Tensor) -> float:
     """Rounded to the 4 printed decimals, with -0.0 made 0.0 (a mean of -0.0000 looks wrong)."""
     return round(float(value), 4) + 0.0
-
-
-def _escape(message: str) -> str:
-    return message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def live_explorer(lang: str = "en", *, seed: int = 0, dpi: int = 90) -> LiveExplorer:
