@@ -62,7 +62,7 @@ lab: $(STAMP)
 
 ## Regenerate the ko/en notebook pairs from chapters/src/*.md and execute them (CH=03_batchnorm for one).
 chapters: $(STAMP)
-	$(PY) tools/build_chapters.py $(CH)
+	$(PY) -m tools.build_chapters $(CH)
 	$(PY) tools/execute_notebooks.py $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
 
 ## Re-execute every chapter notebook in place, storing outputs.
@@ -86,7 +86,7 @@ bench-widgets: $(STAMP)
 
 ## Regenerate the Korean and English nbgrader source notebooks from assignments/src/*.md (A=01_layernorm for one).
 assignments: $(STAMP)
-	$(PY) tools/build_assignments.py $(A)
+	$(PY) -m tools.build_assignments $(A)
 
 # The classroom (README, "Classroom"): nbgrader runs inside the course folder COURSE. Name
 # assignments with ASSIGNMENTS="02_batchnorm_ko 04_axes_groupnorm_ko" (default: all of source/).

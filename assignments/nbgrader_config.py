@@ -1,7 +1,7 @@
 """nbgrader's configuration for the book's classroom assignments. This folder is the course
 directory: run nbgrader from here (the Makefile's classroom targets do, README "Classroom").
 
-    source/<assignment>/        the teacher's notebooks, generated from src/ (tools/build_assignments.py)
+    source/<assignment>/        the teacher's notebooks, generated from src/ (python -m tools.build_assignments)
     release/<assignment>/       what students get: solutions and hidden tests stripped
     submitted/<student>/<assignment>/   the notebooks students hand in
     autograded/, feedback/      written by nbgrader autograde and generate_feedback

@@ -20,7 +20,6 @@ import csv
 import json
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -28,10 +27,7 @@ import nbformat
 import pytest
 
 from helpers import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import build_assignments  # noqa: E402
-import classroom  # noqa: E402
+from tools import build_assignments, classroom
 
 STEMS = build_assignments.stems()
 NAMES = sorted(f"{stem}_{lang}" for stem in STEMS for lang in build_assignments.LANGS)

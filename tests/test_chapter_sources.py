@@ -5,15 +5,12 @@ with exercises whose solutions are collapsed."""
 from __future__ import annotations
 
 import re
-import sys
 
 import nbformat
 import pytest
 
 from helpers import ROOT, has_hangul
-
-sys.path.insert(0, str(ROOT / "tools"))
-import build_chapters  # noqa: E402
+from tools import build_chapters
 
 STEMS = build_chapters.stems()
 

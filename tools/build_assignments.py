@@ -1,7 +1,7 @@
 """Write the Korean and English nbgrader source notebooks of each assignment from one bilingual source.
 
-    python tools/build_assignments.py              # every assignments/src/*.md
-    python tools/build_assignments.py 01_layernorm
+    python -m tools.build_assignments              # every assignments/src/*.md
+    python -m tools.build_assignments 01_layernorm
 
 ``assignments/src/NN_name.md`` becomes ``assignments/source/NN_name_ko/NN_name.ipynb`` and
 ``assignments/source/NN_name_en/NN_name.ipynb``: two separate nbgrader assignments with the same
@@ -9,8 +9,8 @@ grade ids and points, so a teacher who teaches in one language releases and grad
 of full marks (README, "Classroom"). tests/test_assignments.py fails when the committed
 notebooks no longer match their source.
 
-Source format: blocks start with a marker line ``<!-- kind [options] -->`` (as in the chapters'
-sources, ``tools/build_chapters.py``).
+The source format is ``tools.bilingual``'s (markers, ``#ko:``/``#en:`` comments, the install cell),
+shared with the chapters. The assignments' block kinds:
 
 ``<!-- ko -->`` / ``<!-- en -->``
     a Markdown cell in that language only. It is an ordinary cell, not an nbgrader one: nbgrader
@@ -30,49 +30,35 @@ sources, ``tools/build_chapters.py``).
     an autograded, read-only test cell worth POINTS; ``### BEGIN HIDDEN TESTS`` …
     ``### END HIDDEN TESTS`` is removed from the release and restored when grading.
 
-In code blocks a line ``#ko: words`` becomes ``# words`` in the Korean notebook only, ``#en:`` in
-the English one only. The first code cell of every notebook is the chapters' install cell
-(normlib from the book's repository when it is not importable), read-only.
+The first code cell of every notebook is the install cell, read-only.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_chapters import KERNEL, LANGS, MARKER, code_for, install_cell  # noqa: E402
+try:
+    from tools.bilingual import KERNEL, LANGS, ROOT, SourceError, code_for, count, install_cell
+    from tools.bilingual import parse as parse_blocks
+    from tools.bilingual import stems as stems_in
+except ModuleNotFoundError as error:  # run as a file (python tools/build_assignments.py) instead of a module
+    raise SystemExit(f"run it from the repository's root as a module: python -m tools.build_assignments ({error})") from None
 
-ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "assignments" / "src"
 SOURCE = ROOT / "assignments" / "source"
-KINDS = {"ko": 0, "en": 0, "setup": 0, "code": 0, "solution": 1, "tests": 2}   # kind: number of options
-
-
-class SourceError(ValueError):
-    pass
+KINDS = {"ko": count(0), "en": count(0), "setup": count(0), "code": count(0), "solution": count(1),
+         "tests": count(2)}
 
 
 def parse(text: str, name: str) -> list[dict]:
     """The blocks of an assignment source, in order: dicts with kind, options, body and line."""
-    markers = list(re.finditer(MARKER.pattern, text, flags=re.MULTILINE))
-    if not markers or text[:markers[0].start()].strip():
-        raise SourceError(f"{name}:1: text before the first <!-- marker -->")
-    ends = [m.start() for m in markers[1:]] + [len(text)]
-    blocks = [{"kind": m.group(1), "options": m.group(2).split(), "body": text[m.end():end].strip("\n"),
-               "line": text.count("\n", 0, m.start()) + 1} for m, end in zip(markers, ends)]
+    blocks = parse_blocks(text, name, KINDS)
     ids = set()
     for b in blocks:
         where = f"{name}:{b['line']}"
-        if b["kind"] not in KINDS:
-            raise SourceError(f"{where}: unknown block kind {b['kind']!r}; expected one of {', '.join(KINDS)}")
-        if len(b["options"]) != KINDS[b["kind"]]:
-            raise SourceError(f"{where}: {b['kind']} takes {KINDS[b['kind']]} option(s), got {b['options']}")
-        if not b["body"]:
-            raise SourceError(f"{where}: empty {b['kind']} block")
         if b["kind"] in ("solution", "tests"):
             if b["options"][0] in ids:
                 raise SourceError(f"{where}: grade id {b['options'][0]!r} is used twice")
@@ -145,7 +131,7 @@ def build(stem: str) -> list[Path]:
 
 
 def stems() -> list[str]:
-    return sorted(p.stem for p in SRC.glob("*.md"))
+    return stems_in(SRC)
 
 
 def main(args: list[str]) -> int:

@@ -1,113 +1,60 @@
 """Write the Korean and English chapter notebooks from one bilingual source per chapter.
 
-    python tools/build_chapters.py            # every chapters/src/*.md -> chapters/{ko,en}/*.ipynb
-    python tools/build_chapters.py 03_batchnorm
+    python -m tools.build_chapters                # every chapters/src/*.md -> chapters/{ko,en}/*.ipynb
+    python -m tools.build_chapters 03_batchnorm
 
 Then execute them (``make chapters`` does both). Editing a notebook directly is fine while
 exploring, but the source under ``chapters/src/`` is what is kept: tests/test_chapter_sources.py
 fails when the notebooks no longer match it.
 
-Source format: blocks start with a marker line ``<!-- kind [options] -->``.
+The source format is ``tools.bilingual``'s (markers, ``#ko:``/``#en:`` comments, the install
+cell). The chapters' block kinds:
 
 ``<!-- ko -->`` / ``<!-- en -->``
-    a Markdown cell in that language only.
+    a Markdown cell in that language only. The first one of each language must start with a
+    ``# `` title; a link to the other language's page goes after it.
 ``<!-- code [tag ...] -->``
     a code cell in both languages, with optional cell tags (``nbval-ignore-output`` for
-    timings, ``hide-input`` …). A line ``#ko: words`` becomes the comment ``# words`` in the
-    Korean notebook only, ``#en: words`` in the English one only.
-``<!-- solution -->``
+    timings, ``hide-input`` …).
+``<!-- solution [tag ...] -->``
     a code cell collapsed in JupyterLab and in the book (an exercise's solution).
-``<!-- caption ko -->``, ``<!-- caption en -->``, ``<!-- alt ko -->``, ``<!-- alt en -->``
+``<!-- caption ko|en -->``, ``<!-- alt ko|en -->``
     the caption and alt text of the figure drawn by the code cell just before.
 
-Two code cells open every notebook, inserted here. The first installs normlib (with what the
-chapters need) from the book's repository (``repository.url`` in ``_config.yml``) when it is
-not importable, as on Colab or Binder, and does nothing otherwise; it is the same in both
-languages and removed from the HTML book (tag ``remove-cell``). The second is ``LANG = "ko"``
-or ``LANG = "en"``, the only code that differs between the two languages. The first Markdown cell of each language
-gets a link to the other language's page after its title.
+Two code cells open every notebook, after its title: the install cell (removed from the HTML
+book, tag ``remove-cell``) and ``LANG = "ko"`` or ``LANG = "en"``, the only code that differs
+between the two languages.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import nbformat
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+try:
+    from tools.bilingual import KERNEL, LANGS, ROOT, SourceError, any_options, code_for, count, install_cell
+    from tools.bilingual import parse as parse_blocks
+    from tools.bilingual import stems as stems_in
+except ModuleNotFoundError as error:  # run as a file (python tools/build_chapters.py) instead of a module
+    raise SystemExit(f"run it from the repository's root as a module: python -m tools.build_chapters ({error})") from None
+
 SRC = ROOT / "chapters" / "src"
-LANGS = ("ko", "en")
-MARKER = re.compile(r"^<!--\s*(\w+)((?:\s+[\w.-]+)*)\s*-->\s*$")
 OTHER = {"ko": ("en", "English version"), "en": ("ko", "한국어판")}
-KERNEL = {
-    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-}
 
 
-class SourceError(ValueError):
-    pass
+def _one_language(options: list[str]) -> str | None:
+    return None if options in (["ko"], ["en"]) else f"needs 'ko' or 'en', got {options}"
 
 
-def repository_url() -> str:
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    url = (config.get("repository") or {}).get("url")
-    if not url:
-        raise SourceError("_config.yml has no repository.url: the notebooks' install cell needs it")
-    return url
-
-
-def install_cell() -> nbformat.NotebookNode:
-    source = (
-        "# Opened on Colab, Binder or a JupyterHub? Install normlib from the book's repository.\n"
-        "# Where normlib is already installed (make lab, the book's own .venv) this does nothing.\n"
-        "try:\n"
-        "    import normlib\n"
-        "except ModuleNotFoundError:\n"
-        "    import subprocess, sys\n"
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "normlib[book] @ git+{repository_url()}"], check=True)\n'
-        "    import normlib"
-    )
-    cell = nbformat.v4.new_code_cell(source)
-    cell.metadata["tags"] = ["remove-cell"]
-    return cell
+KINDS = {"ko": count(0), "en": count(0), "code": any_options, "solution": any_options,
+         "caption": _one_language, "alt": _one_language}
 
 
 def parse(text: str, name: str) -> list[dict]:
-    """The blocks of a source file, in order: dicts with kind, options and body."""
-    blocks: list[dict] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        m = MARKER.match(line)
-        if m:
-            blocks.append({"kind": m.group(1), "options": m.group(2).split(), "lines": [], "line": number})
-        elif blocks:
-            blocks[-1]["lines"].append(line)
-        elif line.strip():
-            raise SourceError(f"{name}:{number}: text before the first <!-- marker -->")
-    for b in blocks:
-        b["body"] = "\n".join(b.pop("lines")).strip("\n")
-        if b["kind"] not in ("ko", "en", "code", "solution", "caption", "alt"):
-            raise SourceError(f"{name}:{b['line']}: unknown block kind {b['kind']!r}")
-        if b["kind"] in ("caption", "alt") and b["options"] not in (["ko"], ["en"]):
-            raise SourceError(f"{name}:{b['line']}: {b['kind']} needs 'ko' or 'en', got {b['options']}")
-        if not b["body"]:
-            raise SourceError(f"{name}:{b['line']}: empty {b['kind']} block")
-    return blocks
-
-
-def code_for(body: str, lang: str) -> str:
-    out = []
-    for line in body.splitlines():
-        m = re.match(r"^(\s*)#(ko|en):\s?(.*)$", line)
-        if m:
-            if m.group(2) == lang:
-                out.append(f"{m.group(1)}# {m.group(3)}")
-        else:
-            out.append(line)
-    return "\n".join(out)
+    """The blocks of a chapter source, in order: dicts with kind, options, body and line."""
+    return parse_blocks(text, name, KINDS)
 
 
 def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
@@ -175,7 +122,7 @@ def build(stem: str) -> list[Path]:
 
 
 def stems() -> list[str]:
-    return sorted(p.stem for p in SRC.glob("*.md"))
+    return stems_in(SRC)
 
 
 def main(args: list[str]) -> int:

@@ -1,0 +1,115 @@
+"""The one source format of the book's bilingual files: ``chapters/src/*.md`` (``tools.build_chapters``)
+and ``assignments/src/*.md`` (``tools.build_assignments``), each written once and turned into a
+Korean and an English notebook with the same code.
+
+A source is a sequence of blocks. Each block starts with a marker line ``<!-- kind [options] -->``
+and runs to the next marker; nothing but blank lines may come before the first one. The kinds and
+their options belong to each builder (``KINDS`` in each); common to both:
+
+``<!-- ko -->`` / ``<!-- en -->``
+    a Markdown cell in that language only.
+code blocks (``code``, ``solution``, and the assignments' ``setup`` and ``tests``)
+    a code cell in both languages. A line ``#ko: words`` becomes the comment ``# words`` in the
+    Korean notebook only, ``#en: words`` in the English one only (:func:`code_for`); every other
+    line is the same in both, so the pair has the same code.
+
+Every notebook also starts with :func:`install_cell`, which installs normlib from the book's
+repository (``repository.url`` in ``_config.yml``) when it is not importable, as on Colab or Binder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGS = ("ko", "en")
+MARKER = re.compile(r"^<!--\s*(\w+)((?:\s+[\w.-]+)*)\s*-->[ \t]*$", re.MULTILINE)
+LANG_COMMENT = re.compile(r"^(\s*)#(ko|en):\s?(.*)$")
+KERNEL = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {"name": "python"},
+}
+
+# A block kind's options are checked by a function that returns what is wrong with them, or None.
+OptionCheck = Callable[[list[str]], "str | None"]
+
+
+class SourceError(ValueError):
+    """A source that cannot be built; the message starts with ``file:line``."""
+
+
+def count(n: int) -> OptionCheck:
+    """Exactly ``n`` options."""
+    return lambda options: None if len(options) == n else f"takes {n} option(s), got {options}"
+
+
+def any_options(options: list[str]) -> None:
+    """Any options (cell tags)."""
+    return None
+
+
+def parse(text: str, name: str, kinds: Mapping[str, OptionCheck]) -> list[dict]:
+    """The blocks of a source, in order: dicts with ``kind``, ``options``, ``body`` and ``line``."""
+    markers = list(MARKER.finditer(text))
+    if not markers or text[:markers[0].start()].strip():
+        raise SourceError(f"{name}:1: text before the first <!-- marker -->")
+    ends = [m.start() for m in markers[1:]] + [len(text)]
+    blocks = [{"kind": m.group(1), "options": m.group(2).split(), "body": text[m.end():end].strip("\n"),
+               "line": text.count("\n", 0, m.start()) + 1} for m, end in zip(markers, ends)]
+    for b in blocks:
+        where = f"{name}:{b['line']}"
+        if b["kind"] not in kinds:
+            raise SourceError(f"{where}: unknown block kind {b['kind']!r}; expected one of {', '.join(kinds)}")
+        problem = kinds[b["kind"]](b["options"])
+        if problem:
+            raise SourceError(f"{where}: {b['kind']} {problem}")
+        if not b["body"]:
+            raise SourceError(f"{where}: empty {b['kind']} block")
+    return blocks
+
+
+def code_for(body: str, lang: str) -> str:
+    """A code block's source in one language: its ``#ko:``/``#en:`` lines become comments or go."""
+    out = []
+    for line in body.splitlines():
+        m = LANG_COMMENT.match(line)
+        if not m:
+            out.append(line)
+        elif m.group(2) == lang:
+            out.append(f"{m.group(1)}# {m.group(3)}")
+    return "\n".join(out)
+
+
+def repository_url() -> str:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    url = (config.get("repository") or {}).get("url")
+    if not url:
+        raise SourceError("_config.yml has no repository.url: the notebooks' install cell needs it")
+    return url
+
+
+def install_cell() -> nbformat.NotebookNode:
+    """The first code cell of every notebook: install normlib where it is missing (hidden in the book)."""
+    source = (
+        "# Opened on Colab, Binder or a JupyterHub? Install normlib from the book's repository.\n"
+        "# Where normlib is already installed (make lab, the book's own .venv) this does nothing.\n"
+        "try:\n"
+        "    import normlib\n"
+        "except ModuleNotFoundError:\n"
+        "    import subprocess, sys\n"
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "normlib[book] @ git+{repository_url()}"], check=True)\n'
+        "    import normlib"
+    )
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = ["remove-cell"]
+    return cell
+
+
+def stems(folder: Path) -> list[str]:
+    """The sources in ``folder``, by file stem."""
+    return sorted(p.stem for p in folder.glob("*.md"))
