@@ -100,6 +100,20 @@ def test_language_comments_go_to_their_language_only():
     assert build_chapters.code_for(body, "en") == "a = 1  # shared\n# English note\nb = 2"
 
 
+def test_a_language_comment_at_the_end_of_a_code_line_stays_in_its_language():
+    body = "y = f(x)  #ko: 한국어 설명\n#en: English note\n    z = g(y)   #en: note"
+    assert build_chapters.code_for(body, "ko") == "y = f(x)  # 한국어 설명\n    z = g(y)"
+    assert build_chapters.code_for(body, "en") == "y = f(x)\n# English note\n    z = g(y)   # note"
+
+
+@pytest.mark.parametrize("lang", build_chapters.LANGS)
+def test_no_notebook_shows_a_language_marker(lang):
+    marked = [f"{path.name}: {line.strip()}" for path in sorted((ROOT / "chapters" / lang).glob("*.ipynb"))
+              for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+              for line in cell.source.splitlines() if re.search(r"#(ko|en):", line)]
+    assert not marked, f"#ko:/#en: markers left in the {lang} notebooks: {marked[:5]}"
+
+
 def _punct(ch: str) -> bool:
     return not ch.isspace() and not ch.isalnum()
 

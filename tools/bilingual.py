@@ -10,8 +10,10 @@ their options belong to each builder (``KINDS`` in each); common to both:
     a Markdown cell in that language only.
 code blocks (``code``, ``solution``, and the assignments' ``setup`` and ``tests``)
     a code cell in both languages. A line ``#ko: words`` becomes the comment ``# words`` in the
-    Korean notebook only, ``#en: words`` in the English one only (:func:`code_for`); every other
-    line is the same in both, so the pair has the same code.
+    Korean notebook only, ``#en: words`` in the English one only (:func:`code_for`). The same
+    marker may end a line of code (``x = f()  #ko: words``): the code stays in both, the
+    comment only in its language. Every other line is the same in both, so the pair has the
+    same code.
 
 Every notebook also starts with :func:`install_cell`, which installs normlib from the book's
 repository (``repository.url`` in ``_config.yml``) when it is not importable, as on Colab or Binder.
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LANGS = ("ko", "en")
 MARKER = re.compile(r"^<!--\s*(\w+)((?:\s+[\w.-]+)*)\s*-->[ \t]*$", re.MULTILINE)
 LANG_COMMENT = re.compile(r"^(\s*)#(ko|en):\s?(.*)$")
+TRAILING_LANG_COMMENT = re.compile(r"^(.*?\S)(\s+)#(ko|en):\s?(.*)$")
 KERNEL = {
     "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
     "language_info": {"name": "python"},
@@ -78,10 +81,15 @@ def code_for(body: str, lang: str) -> str:
     out = []
     for line in body.splitlines():
         m = LANG_COMMENT.match(line)
-        if not m:
+        trailing = None if m else TRAILING_LANG_COMMENT.match(line)
+        if m:
+            if m.group(2) == lang:
+                out.append(f"{m.group(1)}# {m.group(3)}")
+        elif trailing:
+            code, gap, marker, words = trailing.groups()
+            out.append(f"{code}{gap}# {words}" if marker == lang else code)
+        else:
             out.append(line)
-        elif m.group(2) == lang:
-            out.append(f"{m.group(1)}# {m.group(3)}")
     return "\n".join(out)
 
 
