@@ -286,7 +286,7 @@ def _checked_batch_axes(input: Tensor, running_mean: Optional[Tensor], running_v
     return s, momentum
 
 
-def _check_eval_running(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor]) -> None:
+def _check_eval_running(running_mean: Optional[Tensor], running_var: Optional[Tensor]) -> None:
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is None:
             raise NormInputError(
@@ -396,7 +396,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
             _update_running(running_mean, mean, momentum)
             _update_running(running_var, _bessel(var, s.count), momentum)
     else:
-        _check_eval_running(input, running_mean, running_var)
+        _check_eval_running(running_mean, running_var)
         mean = _per_channel(running_mean, x.dim(), dtype)
         var = _per_channel(running_var, x.dim(), dtype)
     x_hat = (x - mean) * torch.rsqrt(var + eps)

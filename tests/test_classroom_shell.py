@@ -14,10 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.classroom
-
 ROOT = Path(__file__).resolve().parent.parent
 NBGRADER = Path(sys.executable).parent / "nbgrader"
 

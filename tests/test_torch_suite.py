@@ -340,11 +340,14 @@ def _each(items, check) -> None:
 
 # --------------------------------------------------------------------------- OpInfo sample inputs
 
+def _with_hand_derived(label: str, library, name: str) -> list:
+    """(label, ``library.name``), then ("autograd", ``normlib.autograd.name``) where chapter 7's
+    hand-derived backward has one."""
+    return [(label, getattr(library, name))] + ([("autograd", getattr(A, name))] if hasattr(A, name) else [])
+
+
 def _implementations(fn_name: str):
-    impls = [("functional", getattr(NF, fn_name))]
-    if hasattr(A, fn_name):
-        impls.append(("autograd", getattr(A, fn_name)))
-    return impls
+    return _with_hand_derived("functional", NF, fn_name)
 
 
 _SAMPLE_CACHE: Dict[tuple, list] = {}
@@ -496,10 +499,7 @@ def test_error_inputs(op, impl):
 # --------------------------------------------------------------------------- ModuleInfo inputs
 
 def _normlib_modules(cls_name: str):
-    mods = [("modules", getattr(normlib, cls_name))]
-    if hasattr(A, cls_name):
-        mods.append(("autograd", getattr(A, cls_name)))
-    return mods
+    return _with_hand_derived("modules", normlib, cls_name)
 
 
 _MODULE_INPUT_CACHE: Dict[tuple, list] = {}
