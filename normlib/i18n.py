@@ -31,6 +31,8 @@ _PAIRS = {
     "no_norm": ("정규화 없음", "no normalization"),
     "with_batch": ("BatchNorm 사용", "with BatchNorm"),
     "with_layer": ("LayerNorm 사용", "with LayerNorm"),
+    "last50_loss": ("마지막 50단계 평균 손실", "mean loss of the last 50 steps"),
+    "accuracy": ("정확도", "accuracy"),
     "std_per_layer": ("층별 활성값 표준편차", "std of activations per layer"),
     "batch_shares": ("BatchNorm: 같은 색 = 평균·분산 공유 (열 단위)", "BatchNorm: same colour = one mean and variance (per column)"),
     "layer_shares": ("LayerNorm: 같은 색 = 평균·분산 공유 (행 단위)", "LayerNorm: same colour = one mean and variance (per row)"),
