@@ -1,4 +1,4 @@
-"""How long one update of the live explorer takes (normlib.widgets.live_explorer).
+"""How long one update of the live explorer takes (normlib.book.widgets.live_explorer).
 
     make bench-widgets        # or: .venv/bin/python benchmarks/live_explorer.py
 
@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 
 import torch  # noqa: E402
 
-from normlib import viz, widgets  # noqa: E402
+from normlib.book import viz, widgets  # noqa: E402
 
 TARGET_MS = 150.0
 REPEATS = 15

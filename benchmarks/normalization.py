@@ -6,7 +6,7 @@ For each op, size and mode (forward, forward+backward), float32 on the CPU: norm
 version, the hand-derived backward, the readable version under torch.compile, and torch's
 built-in, timed in turn (median of repeated calls after warm-up), with the peak memory of a
 call, the bytes saved for backward and the effective GB/s as a share of this machine's copy
-bandwidth. normlib/bench.py does the measuring and explains every number; this script picks
+bandwidth. normlib/bench/ does the measuring and explains every number; this script picks
 the sizes and writes, to benchmarks/results/:
 
     normalization.md    the table (ratios to torch), the run's conditions and the three targets
@@ -36,6 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from normlib import bench  # noqa: E402
+from normlib.bench.report import largest_shapes, shape_label  # noqa: E402
 
 # Transformer activations: (tokens, D), 8192 tokens (e.g. a batch of 8 sequences of 1024).
 TRANSFORMER = [(8192, d) for d in (768, 1024, 2048, 4096)]
@@ -63,7 +64,7 @@ def conditions_lines(res: bench.Results) -> list[str]:
         f"{res.seconds / 60:.1f} min",
     ]
     worst = max(res.rows, key=lambda r: r.spread)
-    lines.append(f"- noisiest measurement: {worst.op} {bench._shape_label(worst.shape)} {worst.mode} "
+    lines.append(f"- noisiest measurement: {worst.op} {shape_label(worst.shape)} {worst.mode} "
                  f"{worst.variant}, interquartile range {100 * worst.spread:.0f}% of its median")
     return lines
 
@@ -86,7 +87,7 @@ def report(res: bench.Results) -> str:
         "",
         f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), torch {m['torch']} with {m['threads']} threads, "
         f"Python {m['python']}, float32. Written by `make bench` (benchmarks/normalization.py); "
-        "normlib/bench.py says what each column measures.",
+        "normlib/bench/ says what each column measures.",
         "",
         *conditions_lines(res),
         "",
@@ -178,10 +179,8 @@ def write(res: bench.Results, out: Path) -> None:
     fig = bench.plot(res.rows)
     fig.savefig(out / "normalization.png", dpi=110)
     plt.close(fig)
-    largest = {}
-    for r in res.rows:
-        largest[r.op] = max(largest.get(r.op, r.shape), r.shape, key=math.prod)
-    title = "largest size of each op: " + ", ".join(f"{bench._shape_label(shape)}" for shape in largest.values())
+    largest = largest_shapes(res.rows)
+    title = "largest size of each op: " + ", ".join(shape_label(shape) for shape in largest.values())
     fig = bench.roofline([r for r in res.rows if tuple(r.shape) == largest[r.op]], res.bandwidth,
                          res.matmul_gflops, title=title)
     fig.savefig(out / "roofline.png", dpi=110)

@@ -11,9 +11,9 @@ Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib
 :mod:`normlib.distributed` (BatchNorm with statistics synchronized across processes).
 """
 
-from . import autograd, axes, distributed, functional, stats
+from . import autograd, axes, checks, distributed, functional, stats
 from .axes import NormInputError
-from .functional import NormDtypeError
+from .checks import NormDtypeError
 from .modules import (
     BatchNorm1d,
     BatchNorm2d,
@@ -29,7 +29,7 @@ from .modules import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "autograd", "axes", "distributed", "functional", "stats", "NormInputError", "NormDtypeError",
+    "autograd", "axes", "checks", "distributed", "functional", "stats", "NormInputError", "NormDtypeError",
     "LayerNorm", "RMSNorm", "GroupNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",

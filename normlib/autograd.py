@@ -41,24 +41,16 @@ itself is recorded, it recomputes μ and r from ``x`` so that they depend on ``x
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import modules
-from .functional import (
-    ShapeLike,
-    _bessel,
-    _checked_batch_axes,
-    _checked_layer_axes,
-    _compute_dtype,
-    _memory_format,
-    _rms_eps,
-    _update_running,
-)
+from . import checks, modules
+from .axes import ShapeLike, channel_view
+from .functional import _affine, _memory_format, _opmath, _rms_eps, _unbiased, _update_running
 from .functional import batch_norm as _batch_norm_eval
+from .stats import moments
 
 __all__ = [
     "layer_norm", "rms_norm", "batch_norm",
@@ -73,11 +65,13 @@ Dims = Tuple[int, ...]
 # --------------------------------------------------------------------------- the shared algebra
 
 def _statistics(x: Tensor, dims: Dims, eps: float, center: bool) -> Tuple[Optional[Tensor], Tensor, Tensor]:
-    """μ (``None`` without centering), σ² (population) and r = 1/sqrt(σ² + ε) over ``dims``, keepdim."""
-    mean = x.mean(dim=dims, keepdim=True) if center else None
-    centered = x - mean if center else x
-    var = (centered * centered).mean(dim=dims, keepdim=True)
-    return mean, var, torch.rsqrt(var + eps)
+    """μ, σ² and r = 1/√(σ² + ε) over ``dims`` (keepdim). RMSNorm (``center=False``): no μ, and
+    mean(x²) in place of σ²."""
+    if center:
+        mean, var = moments(x, dims)                          # μ = E[x],  σ² = E[(x − μ)²]
+    else:
+        mean, var = None, (x * x).mean(dim=dims, keepdim=True)   # mean(x²)
+    return mean, var, torch.rsqrt(var + eps)                  # r = 1 / √(σ² + ε)
 
 
 def _normalized(x: Tensor, mean: Optional[Tensor], rstd: Tensor) -> Tensor:
@@ -100,23 +94,32 @@ def _input_grad(g: Tensor, x_hat: Tensor, rstd: Tensor, dims: Dims, center: bool
     return rstd * dx
 
 
+def _param(ctx, t: Optional[Tensor], dtype: torch.dtype) -> Optional[Tensor]:
+    """γ, β (or their tangents) shaped to broadcast against the input: per channel for BatchNorm
+    (:func:`normlib.axes.channel_view`), as they are for LayerNorm and RMSNorm (the trailing dims)."""
+    if t is None:
+        return None
+    return channel_view(t, ctx.ndim).to(dtype) if ctx.per_channel else t.to(dtype)
+
+
 def _backward(ctx, grad_output: Tensor):
     """(∂L/∂x, ∂L/∂γ, ∂L/∂β) from what the forward saved: x, γ, μ, r."""
     input, weight, mean, rstd = ctx.saved_tensors
     dims, center = ctx.dims, ctx.center
-    dtype = _compute_dtype(input.dtype)
-    x = input.to(dtype)
+    x = input.to(_opmath(input.dtype))
     if torch.is_grad_enabled():
         # This backward is being recorded (create_graph=True): μ and r must depend on x again,
         # so recompute them with tracked operations instead of using the saved constants.
         mean, _, rstd = _statistics(x, dims, ctx.eps, center)
-    dy = grad_output.to(dtype)
+    dy = grad_output.to(x.dtype)
     x_hat = _normalized(x, mean, rstd)
     grad_input = grad_weight = grad_bias = None
     if ctx.needs_input_grad[0]:
-        g = dy if weight is None else dy * weight.to(dtype).reshape(ctx.param_view)
+        g = dy if weight is None else dy * _param(ctx, weight, x.dtype)
         grad_input = _input_grad(g, x_hat, rstd, dims, center).to(input.dtype)
-    other = tuple(d for d in range(x.dim()) if d not in ctx.param_dims)   # the axes γ and β are shared over
+    # γ and β are shared over the axes a statistic pools for BatchNorm (one per channel), over the
+    # leading axes for LayerNorm and RMSNorm (one per element of normalized_shape)
+    other = dims if ctx.per_channel else tuple(d for d in range(x.dim()) if d not in dims)
     total = lambda t: t.sum(dim=other) if other else t     # (sum over no dims: nothing to add up)
     if weight is not None and ctx.needs_input_grad[1]:
         grad_weight = total(dy * x_hat).reshape(weight.shape).to(weight.dtype)
@@ -129,7 +132,7 @@ def _in_layout_of(ctx, input: Tensor, t: Optional[Tensor]) -> Optional[Tensor]:
     """For BatchNorm, ``t`` in ``input``'s memory format: a channels_last input gets a channels_last
     gradient and tangent, as from torch's BatchNorm, whatever the layout of the gradient or tangent
     given. (torch's LayerNorm and RMSNorm make no such promise; their gradients follow autograd's.)"""
-    fmt = _memory_format(input) if ctx.keep_layout else None
+    fmt = _memory_format(input) if ctx.per_channel else None
     return t if t is None or fmt is None else t.contiguous(memory_format=fmt)
 
 
@@ -138,50 +141,37 @@ def _tangent(ctx, input_t: Optional[Tensor], weight_t: Optional[Tensor], bias_t:
 
     A tangent that is ``None`` is zero (that input has no forward-mode derivative)."""
     input, weight, mean, rstd = ctx.saved_tensors
-    dtype = _compute_dtype(input.dtype)
-    x_hat = _normalized(input.to(dtype), mean, rstd)
-    view = lambda t: t.to(dtype).reshape(ctx.param_view)
+    x_hat = _normalized(input.to(_opmath(input.dtype)), mean, rstd)
     out = torch.zeros_like(x_hat)
     if input_t is not None:
-        out = _input_grad(input_t.to(dtype), x_hat, rstd, ctx.dims, ctx.center)
+        out = _input_grad(input_t.to(x_hat.dtype), x_hat, rstd, ctx.dims, ctx.center)
         if weight is not None:
-            out = out * view(weight)
+            out = out * _param(ctx, weight, x_hat.dtype)
     if weight_t is not None:
-        out = out + x_hat * view(weight_t)
+        out = out + x_hat * _param(ctx, weight_t, x_hat.dtype)
     if bias_t is not None:
-        out = out + view(bias_t)
+        out = out + _param(ctx, bias_t, x_hat.dtype)
     return _in_layout_of(ctx, input, out.to(input.dtype))
 
 
 def _remember(ctx, input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], mean: Optional[Tensor],
-              rstd: Tensor, dims: Dims, param_dims: Dims, param_view: Sequence[int], eps: float,
-              center: bool, keep_layout: bool = False) -> None:
+              rstd: Tensor, dims: Dims, eps: float, center: bool, per_channel: bool = False) -> None:
     """Save x, γ, μ, r (tensors) and the few numbers the backward needs — nothing else.
 
-    ``param_dims`` are the input axes γ and β run along; ``param_view`` is how γ is viewed to
-    broadcast against the input (the forward used the same view); ``keep_layout`` gives the input
-    gradient and tangent the input's memory format (BatchNorm, as torch's)."""
+    ``per_channel``: γ and β have one value per channel, viewed with ``channel_view`` (BatchNorm;
+    the input gradient and tangent then keep the input's memory format, as torch's)."""
     ctx.save_for_backward(input, weight, mean, rstd)
     ctx.save_for_forward(input, weight, mean, rstd)      # the same four serve the jvp
-    ctx.dims, ctx.param_dims, ctx.param_view, ctx.eps, ctx.center = dims, param_dims, param_view, eps, center
-    ctx.has_bias, ctx.keep_layout = bias is not None, keep_layout
+    ctx.dims, ctx.eps, ctx.center, ctx.per_channel, ctx.ndim = dims, eps, center, per_channel, input.dim()
+    ctx.has_bias = bias is not None
     if bias is not None:
         ctx.bias_shape, ctx.bias_dtype = bias.shape, bias.dtype
-
-
-def _affine(x_hat: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], view: Sequence[int]) -> Tensor:
-    y = x_hat
-    if weight is not None:
-        y = y * weight.to(x_hat.dtype).reshape(view)
-    if bias is not None:
-        y = y + bias.to(x_hat.dtype).reshape(view)
-    return y
 
 
 # --------------------------------------------------------------------------- the Functions
 
 class LayerNormFunction(torch.autograd.Function):
-    """LayerNorm over the last ``k`` dims with the hand-derived backward (see the module docstring).
+    """LayerNorm over the last ``k`` dims with the backward chapter 7 derives (see the module docstring).
 
     ``LayerNormFunction.apply(input, weight, bias, k, eps)``; weight and bias have the shape of
     the last ``k`` dims, or are ``None``. Use :func:`layer_norm`, which checks the arguments.
@@ -190,11 +180,10 @@ class LayerNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias, k, eps):
         dims = tuple(range(input.dim() - k, input.dim()))
-        x = input.to(_compute_dtype(input.dtype))
-        mean, _, rstd = _statistics(x, dims, eps, center=True)
-        view = input.shape[input.dim() - k:]
-        y = _affine(_normalized(x, mean, rstd), weight, bias, view)
-        _remember(ctx, input, weight, bias, mean, rstd, dims, dims, view, eps, center=True)
+        x = input.to(_opmath(input.dtype))
+        mean, _, rstd = _statistics(x, dims, eps, center=True)   # μ, r = 1/√(σ² + ε)
+        y = _affine(_normalized(x, mean, rstd), weight, bias)      # y = γ · (x − μ)·r + β
+        _remember(ctx, input, weight, bias, mean, rstd, dims, eps, center=True)
         return y.to(input.dtype)
 
     @staticmethod
@@ -215,11 +204,10 @@ class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, k, eps):
         dims = tuple(range(input.dim() - k, input.dim()))
-        x = input.to(_compute_dtype(input.dtype))
-        _, _, rstd = _statistics(x, dims, eps, center=False)
-        view = input.shape[input.dim() - k:]
-        y = _affine(_normalized(x, None, rstd), weight, None, view)
-        _remember(ctx, input, weight, None, None, rstd, dims, dims, view, eps, center=False)
+        x = input.to(_opmath(input.dtype))
+        _, _, rstd = _statistics(x, dims, eps, center=False)       # r = 1/√(mean(x²) + ε)
+        y = _affine(_normalized(x, None, rstd), weight, None)      # y = γ · x·r
+        _remember(ctx, input, weight, None, None, rstd, dims, eps, center=False)
         return y.to(input.dtype)
 
     @staticmethod
@@ -243,11 +231,10 @@ class BatchNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias, eps):
         dims = tuple(d for d in range(input.dim()) if d != 1)
-        view = (1, -1) + (1,) * (input.dim() - 2)
-        x = input.to(_compute_dtype(input.dtype))
-        mean, var, rstd = _statistics(x, dims, eps, center=True)
-        y = _affine(_normalized(x, mean, rstd), weight, bias, view)
-        _remember(ctx, input, weight, bias, mean, rstd, dims, (1,), view, eps, center=True, keep_layout=True)
+        x = input.to(_opmath(input.dtype))
+        mean, var, rstd = _statistics(x, dims, eps, center=True)   # per channel: μ_c, σ²_c, r_c
+        y = _affine(_normalized(x, mean, rstd), channel_view(weight, x.dim()), channel_view(bias, x.dim()))
+        _remember(ctx, input, weight, bias, mean, rstd, dims, eps, center=True, per_channel=True)
         mean, var = mean.reshape(-1), var.reshape(-1)
         ctx.mark_non_differentiable(mean, var)
         return y.to(input.dtype), mean, var
@@ -273,8 +260,8 @@ def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tens
     >>> y.grad_fn.name()
     'LayerNormFunctionBackward'
     """
-    s = _checked_layer_axes("layer_norm", input, normalized_shape, weight=weight, bias=bias)
-    return LayerNormFunction.apply(input, weight, bias, len(s.axes), eps)
+    dims = checks.layer_norm(input, normalized_shape, weight, bias)
+    return LayerNormFunction.apply(input, weight, bias, len(dims), eps)
 
 
 def rms_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor] = None,
@@ -284,8 +271,8 @@ def rms_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor
     >>> rms_norm(torch.tensor([[3.0, 4.0]]), 2)
     tensor([[0.8485, 1.1314]])
     """
-    s = _checked_layer_axes("rms_norm", input, normalized_shape, weight=weight)
-    return RMSNormFunction.apply(input, weight, len(s.axes), _rms_eps(eps, _compute_dtype(input.dtype)))
+    dims = checks.rms_norm(input, normalized_shape, weight)
+    return RMSNormFunction.apply(input, weight, len(dims), _rms_eps(eps, _opmath(input.dtype)))
 
 
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
@@ -304,20 +291,17 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     """
     if not training:
         return _batch_norm_eval(input, running_mean, running_var, weight, bias, False, momentum, eps)
-    s, momentum = _checked_batch_axes(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    s, momentum = checks.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     if s is None:   # the 1-D empty input torch accepts: nothing to normalize
         return input.clone()
     y, mean, var = BatchNormFunction.apply(input, weight, bias, eps)
     if s.count > 0:
         _update_running(running_mean, mean, momentum)
-        _update_running(running_var, _bessel(var, s.count), momentum)
+        _update_running(running_var, _unbiased(var, s.count), momentum)
     return y
 
 
 # --------------------------------------------------------------------------- modules
-
-_FUNCTIONS = SimpleNamespace(layer_norm=layer_norm, rms_norm=rms_norm, batch_norm=batch_norm)
-
 
 class LayerNorm(modules.LayerNorm):
     """:class:`normlib.LayerNorm` (same arguments, parameters and state_dict) with the hand-derived backward.
@@ -326,31 +310,34 @@ class LayerNorm(modules.LayerNorm):
     'LayerNormFunctionBackward'
     """
 
-    _functional = _FUNCTIONS
+    def forward(self, input: Tensor) -> Tensor:
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class RMSNorm(modules.RMSNorm):
     """:class:`normlib.RMSNorm` with the hand-derived backward."""
 
-    _functional = _FUNCTIONS
+    def forward(self, input: Tensor) -> Tensor:
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
 
-class BatchNorm1d(modules.BatchNorm1d):
+class _BatchNorm(modules._BatchNorm):
+    """:class:`normlib.BatchNorm1d/2d/3d` with the hand-derived backward in training mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return batch_norm(*self._batch_norm_args(input))
+
+
+class BatchNorm1d(_BatchNorm, modules.BatchNorm1d):
     """:class:`normlib.BatchNorm1d` with the hand-derived backward in training mode."""
 
-    _functional = _FUNCTIONS
 
-
-class BatchNorm2d(modules.BatchNorm2d):
+class BatchNorm2d(_BatchNorm, modules.BatchNorm2d):
     """:class:`normlib.BatchNorm2d` with the hand-derived backward in training mode."""
 
-    _functional = _FUNCTIONS
 
-
-class BatchNorm3d(modules.BatchNorm3d):
+class BatchNorm3d(_BatchNorm, modules.BatchNorm3d):
     """:class:`normlib.BatchNorm3d` with the hand-derived backward in training mode."""
-
-    _functional = _FUNCTIONS
 
 
 # --------------------------------------------------------------------------- memory saved for backward

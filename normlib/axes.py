@@ -41,6 +41,7 @@ __all__ = [
     "as_normalized_shape",
     "SEQUENCE_METHODS",
     "sequence_sharing",
+    "channel_view",
 ]
 
 METHODS = ("batch", "layer", "instance", "group", "rms")
@@ -183,11 +184,10 @@ class Sharing:
         return labels == labels[index]
 
 
-def _check_ndim(method: str, shape: Tuple[int, ...], at_least: int, layout: str) -> None:
+def _check_ndim(method: str, shape: Tuple[int, ...], at_least: int, layout: str, torch_says: bool = False) -> None:
     if len(shape) < at_least:
         # torch's group_norm says so in these words (its batch_norm and instance_norm fail elsewhere)
-        words = (f"Expected at least {at_least} dimensions for input tensor but received {len(shape)}: "
-                 if method == "group_norm" else "")
+        words = f"Expected at least {at_least} dimensions for input tensor but received {len(shape)}: " if torch_says else ""
         raise NormInputError(
             f"{words}{method} expects an input of shape {layout} with at least {at_least} dimensions, "
             f"but got an input of shape {_fmt(shape)} ({len(shape)} dimensions)"
@@ -233,7 +233,7 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
     ((1, 2), ((0, 1), (2, 3)), (2, 2, 2, 5), (2, 3))
     """
     shape = tuple(int(s) for s in shape)
-    _check_ndim("group_norm", shape, 2, "(N, C, *)")
+    _check_ndim("group_norm", shape, 2, "(N, C, *)", torch_says=True)
     if isinstance(num_groups, bool) or not isinstance(num_groups, int):
         raise NormInputError(f"num_groups must be a positive int, got {num_groups!r}")
     if num_groups == 0:   # torch: the channel count divided by zero groups
@@ -348,3 +348,14 @@ def sequence_sharing(method: str, shape: Sequence[int]) -> Sharing:
         raise NormInputError(f"a sequence tensor has shape (B, L, D) with every size >= 1, got {_fmt(shape)}")
     reduced = {"batch": (0, 1), "layer": (2,), "rms": (2,), "batch_dim0": (0,)}[method]
     return Sharing("batch" if method == "batch_dim0" else method, shape, reduced)
+
+
+def channel_view(t: Optional[torch.Tensor], ndim: int) -> Optional[torch.Tensor]:
+    """A per-channel vector (length C: γ, β, a running statistic) viewed as ``(1, C, 1, …, 1)``,
+    so it broadcasts against an ``(N, C, *spatial)`` input of ``ndim`` dimensions. ``None`` stays
+    ``None`` (no γ, no β).
+
+    >>> channel_view(torch.tensor([1.0, 2.0, 3.0]), 4).shape
+    torch.Size([1, 3, 1, 1])
+    """
+    return None if t is None else t.reshape(1, -1, *([1] * (ndim - 2)))

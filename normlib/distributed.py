@@ -33,39 +33,30 @@ Every process of the group must call the layer the same number of times in the s
 and run its backward (a process whose loss does not use the output would leave the others
 waiting for its ``all_reduce``). ``torch.nn.SyncBatchNorm`` needs a GPU (on CPU tensors it
 raises); this one runs wherever ``torch.distributed`` does, e.g. the ``gloo`` backend on a
-laptop's CPU. :func:`launch` starts such processes, from a script or from a notebook.
+laptop's CPU. :func:`normlib.book.launch.launch` starts such processes, from a script or a notebook.
 """
 
 from __future__ import annotations
 
-import io
-import multiprocessing
-import os
-import queue
-import shutil
-import socket
-import tempfile
-import time
-import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Iterator, List, Optional
 
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from . import functional as F
-from . import modules
-from .axes import NormInputError, _fmt
-from .stats import Moments, merge_all
+from . import checks, modules
+from .axes import NormInputError, _fmt, channel_view
+from .functional import _affine, _opmath, _update_running
+from .functional import batch_norm as _batch_norm
+from .stats import Moments, merge_all, moments
 
 __all__ = [
     "SyncBatchNorm", "sync_batch_norm", "SyncBatchNormFunction",
     "local_moments", "gather_moments", "is_synchronized",
-    "Collective", "traffic", "launch", "WorkerError", "split_steps",
+    "Collective", "traffic",
 ]
 
 
@@ -130,29 +121,23 @@ def _group(process_group):
 # --------------------------------------------------------------------------- the statistics
 
 def local_moments(x: Tensor) -> Moments:
-    """``(count, mean, M2)`` per channel of this process's ``(N, C, *)`` slice, in two passes.
+    """``(count, mean, M2)`` per channel of this process's ``(N, C, *)`` slice, in float64.
 
-    The second pass, over ``d = x − mean``, also gives back what rounding left in the first
-    mean: ``mean(d)`` is 0 in exact arithmetic, and ``mean + mean(d)`` is the mean to about the
-    rounding of the *spread* instead of that of ``|mean|`` (the "corrected two-pass" of Chan,
-    Golub and LeVeque; ``M2 = Σ d² − n·mean(d)²`` to match). These parts then travel in float64,
-    so an offset of 1e3 in float32 costs the merged mean no more than single-process BatchNorm.
-    ``mean`` and ``M2`` have shape ``(C,)`` (float64); an empty slice gives count 0 and zeros.
+    The slice is converted to float64 and its moments computed in two passes
+    (:func:`normlib.stats.moments`), so the parts that travel carry no more rounding than
+    float64's: an offset of 1e3 in float32 costs the merged mean no more than single-process
+    BatchNorm. ``mean`` and ``M2 = n·σ²`` have shape ``(C,)``; an empty slice gives count 0 and zeros.
 
     >>> m = local_moments(torch.tensor([[2.0], [4.0]]))      # feature 1 of rows A and B
     >>> m.count, m.mean, m.m2
     (2, tensor([3.], dtype=torch.float64), tensor([2.], dtype=torch.float64))
     """
-    dims = (0, *range(2, x.dim()))
     count = x.numel() // x.shape[1] if x.shape[1] else 0
     if count == 0:
         zeros = x.new_zeros(x.shape[1], dtype=torch.float64)
         return Moments(0, zeros, zeros.clone())
-    mean = x.mean(dim=dims, keepdim=True)
-    d = x - mean
-    correction = d.mean(dim=dims).to(torch.float64)
-    m2 = (d * d).sum(dim=dims).to(torch.float64) - count * correction * correction
-    return Moments(count, mean.reshape(-1).to(torch.float64) + correction, m2)
+    mean, var = moments(x.to(torch.float64), (0, *range(2, x.dim())))   # every axis but the channels
+    return Moments(count, mean.reshape(-1), var.reshape(-1) * count)
 
 
 def gather_moments(local: Moments, process_group=None) -> List[Moments]:
@@ -195,11 +180,11 @@ class SyncBatchNormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, input, weight, bias, mean, var, count, eps, process_group):
-        dtype = F._compute_dtype(input.dtype)
-        view = (1, -1) + (1,) * (input.dim() - 2)
-        mean = mean.to(dtype).reshape(view)
-        rstd = torch.rsqrt(var.to(dtype) + eps).reshape(view)
-        y = F._affine_per_channel((input.to(dtype) - mean) * rstd, weight, bias)
+        x = input.to(_opmath(input.dtype))
+        mean = channel_view(mean, x.dim()).to(x.dtype)                  # the merged μ_c of every process
+        rstd = torch.rsqrt(channel_view(var, x.dim()).to(x.dtype) + eps)   # r_c = 1/√(σ²_c + ε)
+        x_hat = (x - mean) * rstd                                       # x̂ = (x − μ)·r
+        y = _affine(x_hat, channel_view(weight, x.dim()), channel_view(bias, x.dim()))   # y = γ_c · x̂ + β_c
         ctx.save_for_backward(input, weight, mean, rstd)
         ctx.count, ctx.process_group = count, process_group
         ctx.bias_dtype = None if bias is None else bias.dtype
@@ -209,7 +194,7 @@ class SyncBatchNormFunction(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_output):
         input, weight, mean, rstd = ctx.saved_tensors
-        dtype = F._compute_dtype(input.dtype)
+        dtype = _opmath(input.dtype)
         dims = (0, *range(2, input.dim()))
         x_hat = (input.to(dtype) - mean) * rstd
         dy = grad_output.to(dtype)
@@ -226,7 +211,7 @@ class SyncBatchNormFunction(torch.autograd.Function):
             # ∂L/∂x = r·(g − mean(g) − x̂·mean(g·x̂)), g = γ·∂L/∂y (γ is constant per channel).
             both = _all_reduce_sum(torch.cat([sum_dy, sum_dy_xhat]), ctx.process_group)
             mean_dy, mean_dy_xhat = (both / ctx.count).reshape(2, *mean.shape)
-            gamma = 1 if weight is None else weight.to(dtype).reshape(mean.shape)
+            gamma = 1 if weight is None else channel_view(weight, input.dim()).to(dtype)
             grad_input = (gamma * rstd * (dy - mean_dy - x_hat * mean_dy_xhat)).to(input.dtype)
         return grad_input, grad_weight, grad_bias, None, None, None, None, None
 
@@ -234,7 +219,7 @@ class SyncBatchNormFunction(torch.autograd.Function):
 def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                     weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, training: bool = False,
                     momentum: float = 0.1, eps: float = 1e-5, process_group=None) -> Tensor:
-    """:func:`normlib.functional.batch_norm` with the batch statistics of every process in the group.
+    """:func:`normlib.functional.batch_norm` with the batch statistics of every process in the group (chapter 9).
 
     Same arguments as ``batch_norm``, plus ``process_group`` (default: all processes). In training
     mode inside a process group of more than one process, the statistics of all slices are merged
@@ -249,14 +234,14 @@ def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: 
     tensor([-1.3416, -0.4472,  0.4472,  1.3416])
     """
     if not (training and is_synchronized(process_group)):
-        return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
-    _, momentum = F._checked_batch_axes(input, running_mean, running_var, weight, bias, training, momentum,
-                                        eps, fn="sync_batch_norm", local_count=False)
+        return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    _, momentum = checks.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                                    name="sync_batch_norm", local_count=False)
     if input.shape[1] == 0:
         raise NormInputError(f"sync_batch_norm needs at least one channel, but got an input of shape "
                              f"{_fmt(input.shape)}")
     with torch.no_grad():
-        total = merge_all(gather_moments(local_moments(input.to(F._compute_dtype(input.dtype))), process_group))
+        total = merge_all(gather_moments(local_moments(input), process_group))
     if total.count == 1:
         raise NormInputError(
             f"sync_batch_norm in training mode needs more than 1 value per channel over all "
@@ -264,8 +249,8 @@ def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: 
             f"(this process's input has shape {_fmt(input.shape)})"
         )
     if total.count > 1:    # (every slice empty: nothing to learn from, as batch_norm on an empty batch)
-        F._update_running(running_mean, total.mean, momentum)
-        F._update_running(running_var, total.var(correction=1), momentum)
+        _update_running(running_mean, total.mean, momentum)
+        _update_running(running_var, total.var(correction=1), momentum)
     return SyncBatchNormFunction.apply(input, weight, bias, total.mean, total.var(), total.count, eps, process_group)
 
 
@@ -311,7 +296,7 @@ class SyncBatchNorm(modules._BatchNorm):
         if not self.training:
             # Evaluation: the running statistics, or (untracked) this process's own batch, as
             # torch.nn.SyncBatchNorm does: nothing is exchanged outside training.
-            return F.batch_norm(*args)
+            return _batch_norm(*args)
         return sync_batch_norm(*args, process_group=self.process_group)
 
     @classmethod
@@ -344,199 +329,3 @@ class SyncBatchNorm(modules._BatchNorm):
 
 def _is_batch_norm(module: nn.Module) -> bool:
     return isinstance(module, (modules._BatchNorm, nn.modules.batchnorm._BatchNorm))
-
-
-# --------------------------------------------------------------------------- starting processes
-
-class WorkerError(RuntimeError):
-    """A process started by :func:`launch` failed (raised, exited, or did not finish in time)."""
-
-
-def _loopback_interface() -> Optional[str]:
-    """The loopback network interface's name (``lo`` on Linux, ``lo0`` on macOS), if there is one."""
-    try:
-        names = [name for _, name in socket.if_nameindex()]
-    except (OSError, AttributeError):
-        return None
-    return next((n for n in ("lo", "lo0") if n in names), None)
-
-
-def _worker(rank: int, world_size: int, store: str, backend: str, timeout: float, threads: int,
-            fn: Callable, args: tuple, results) -> None:
-    """Body of each process :func:`launch` starts: join the group, run ``fn``, report, leave."""
-    interface = _loopback_interface()
-    if interface and "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = interface        # keep gloo's traffic on 127.0.0.1
-    torch.set_num_threads(threads)
-    try:
-        dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=timeout))
-        buffer = io.BytesIO()
-        torch.save(fn(rank, world_size, *args), buffer)   # by value: nothing shared with an exiting process
-        report = (rank, "ok", buffer.getvalue())
-    except BaseException:                   # report everything, even KeyboardInterrupt/SystemExit
-        report = (rank, "error", traceback.format_exc())
-    # Deliver the report before leaving the group: leaving breaks the peers' collectives, and
-    # their "connection reset" must not arrive before the error that caused it.
-    results.put(report)
-    results.close()
-    results.join_thread()
-    if dist.is_initialized():
-        dist.destroy_process_group()
-
-
-def launch(fn: Callable, world_size: int, *args: Any, timeout: float = 60.0, threads: int = 1,
-           backend: str = "gloo") -> List[Any]:
-    """Run ``fn(rank, world_size, *args)`` in ``world_size`` new processes joined in one process group.
-
-    Returns the ``world_size`` return values in rank order. Each process starts fresh
-    (``spawn``: it imports ``fn`` by its module and name, so ``fn`` must be a function defined
-    in a module, not in a notebook cell), joins a ``torch.distributed`` group (``gloo`` by
-    default, through a file in a temporary folder; gloo's own connections stay on the
-    loopback interface) and uses ``threads`` CPU threads. ``args`` and the return values are
-    pickled (tensors by value).
-
-    Nothing is left running: if any process raises, exits early or the whole run takes longer
-    than ``timeout`` seconds, the other processes are stopped and :class:`WorkerError` says which
-    rank failed and how (with its traceback). ``timeout`` counts from the start, so it includes
-    each process importing torch (a second or two, several on a busy machine); it also bounds
-    every collective inside, so a process left waiting for a dead peer gives up too.
-    """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be a positive int, got {world_size!r}")
-    if not callable(fn):
-        raise TypeError(f"fn must be a function fn(rank, world_size, *args), got {type(fn).__name__}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    folder = tempfile.mkdtemp(prefix="normlib-dist-")
-    store = os.path.join(folder, "store")
-    processes = [
-        context.Process(target=_worker, name=f"normlib-rank-{rank}", daemon=True,
-                        args=(rank, world_size, store, backend, timeout, threads, fn, args, results))
-        for rank in range(world_size)
-    ]
-    try:
-        for p in processes:
-            p.start()
-        return _collect(processes, results, timeout)
-    finally:
-        for p in processes:
-            if p.is_alive():
-                p.terminate()
-        for p in processes:
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join()
-        results.close()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _collect(processes: Sequence, results, timeout: float) -> List[Any]:
-    """Wait for one report per process; raise :class:`WorkerError` at the first failure."""
-    world_size = len(processes)
-    deadline = time.monotonic() + timeout
-    values: dict = {}
-    errors: dict = {}
-    while len(values) < world_size:
-        _receive(results, values, errors, wait=0.1)
-        if errors or _silent(processes, values, errors):
-            raise _failure(processes, results, values, errors)
-        if time.monotonic() > deadline:
-            missing = [r for r in range(world_size) if r not in values]
-            raise WorkerError(f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
-                              f"of {world_size} did not finish within timeout={timeout:g} s "
-                              f"(stopped; a process waiting for a peer in a collective never returns)")
-    return [values[rank] for rank in range(world_size)]
-
-
-def _receive(results, values: dict, errors: dict, wait: float) -> None:
-    """File the next report (if one arrives within ``wait`` seconds) under values or errors."""
-    try:
-        rank, status, payload = results.get(timeout=wait)
-    except queue.Empty:
-        return
-    if status == "ok":
-        values[rank] = torch.load(io.BytesIO(payload), weights_only=False)
-    else:
-        errors[rank] = payload
-
-
-def _silent(processes: Sequence, values: dict, errors: dict) -> List[int]:
-    """Ranks whose process has ended without a report (killed, crashed, ``os._exit``)."""
-    return [r for r, p in enumerate(processes) if p.exitcode is not None and r not in values and r not in errors]
-
-
-def _failure(processes: Sequence, results, values: dict, errors: dict, grace: float = 1.0) -> WorkerError:
-    """Say which rank failed first. When one process fails, its peers soon fail too, in the
-    collective it left ("connection reset"): collect reports for a moment, then blame a rank that
-    died without a report, or else the first error received, and name the others after it."""
-    world_size = len(processes)
-    end = time.monotonic() + grace
-    while time.monotonic() < end:
-        _receive(results, values, errors, wait=0.05)
-    silent = _silent(processes, values, errors)
-    if silent:
-        rank = silent[0]
-        message = (f"rank {rank} of {world_size} exited with code {processes[rank].exitcode} "
-                   f"without returning a result")
-    else:
-        rank = next(iter(errors))
-        message = f"rank {rank} of {world_size} failed:\n{errors[rank]}"
-    others = [r for r in errors if r != rank]
-    if others:
-        last_line = lambda tb: tb.strip().splitlines()[-1]
-        message += "\nthen, waiting for it: " + "; ".join(f"rank {r}: {last_line(errors[r])}" for r in others)
-    return WorkerError(message)
-
-
-# --------------------------------------------------------------------------- chapter 9's demo
-
-def split_steps(rank: int, world_size: int, batch: Tensor, upstream: Tensor, splits: Sequence[Sequence[int]],
-                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> dict:
-    """One training step of :class:`SyncBatchNorm` on this rank's rows of ``batch``, per split.
-
-    Run by :func:`launch` (chapter 9's live demo): ``splits`` lists how many rows each rank holds,
-    e.g. ``[[2, 2], [1, 3]]``; every rank builds the same layer (γ = ``weight``, β = ``bias``)
-    and takes its rows of ``batch``; the loss is ``Σ y · upstream``. For each split it returns
-    the rows it held, its own slice's mean and (population) variance, the merged ones, its
-    output and gradients, its running statistics, plain per-process BatchNorm's output on the
-    same rows (``None`` with fewer than 2 values per channel) and the collectives made. Under
-    ``"torch"``: what ``torch.nn.SyncBatchNorm`` does with CPU tensors in this process group.
-    """
-    channels = batch.shape[1]
-    steps = []
-    for sizes in splits:
-        if len(sizes) != world_size or sum(sizes) != batch.shape[0]:
-            raise ValueError(f"each split must give {world_size} row counts adding up to {batch.shape[0]}, "
-                             f"got {list(sizes)}")
-        start = sum(sizes[:rank])
-        rows = slice(start, start + sizes[rank])
-        layer = SyncBatchNorm(channels, momentum=1.0, affine=weight is not None).to(batch.dtype)
-        if weight is not None:
-            with torch.no_grad():
-                layer.weight.copy_(weight)
-                layer.bias.copy_(bias if bias is not None else torch.zeros_like(weight))
-        x = batch[rows].clone().requires_grad_()
-        with traffic() as calls:
-            y = layer(x)
-            (y * upstream[rows]).sum().backward()
-        local = local_moments(x.detach())
-        total = merge_all(gather_moments(local, None))
-        steps.append(dict(
-            rows=(rows.start, rows.stop), local_mean=local.mean, local_var=local.var(), mean=total.mean,
-            var=total.var(), y=y.detach(), grad_input=x.grad,
-            grad_weight=None if weight is None else layer.weight.grad,
-            grad_bias=None if weight is None else layer.bias.grad,
-            running_mean=layer.running_mean, running_var=layer.running_var, collectives=calls,
-            naive=(F.batch_norm(x.detach(), None, None, weight, bias, training=True)
-                   if local.count > 1 else None),
-        ))
-    try:
-        nn.SyncBatchNorm(channels)(batch[:2])
-        torch_on_cpu = "ran"
-    except ValueError as error:
-        torch_on_cpu = f"ValueError: {error}"
-    return dict(rank=rank, steps=steps, torch=torch_on_cpu)

@@ -64,8 +64,6 @@ class LayerNorm(nn.Module):
     ['bias', 'weight']
     """
 
-    _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
-
     def __init__(self, normalized_shape: ShapeLike, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -81,7 +79,7 @@ class LayerNorm(nn.Module):
         _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
-        return self._functional.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
@@ -98,8 +96,6 @@ class RMSNorm(nn.Module):
     tensor([[0.8485, 1.1314]], grad_fn=<MulBackward0>)
     """
 
-    _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
-
     def __init__(self, normalized_shape: ShapeLike, eps: Optional[float] = None, elementwise_affine: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -115,7 +111,7 @@ class RMSNorm(nn.Module):
         _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
-        return self._functional.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -244,10 +240,8 @@ class _BatchNorm(_NormBase):
     In eval mode the running statistics normalize (or the batch's, if not tracked).
     """
 
-    _functional = F   # where forward finds its function (normlib.autograd's subclasses swap it)
-
     def forward(self, input: Tensor) -> Tensor:
-        return self._functional.batch_norm(*self._batch_norm_args(input))
+        return F.batch_norm(*self._batch_norm_args(input))
 
     def _batch_norm_args(self, input: Tensor) -> tuple:
         """Check ``input``, count the batch, and return ``batch_norm``'s arguments for this call:

@@ -40,9 +40,26 @@ from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-__all__ = ["Moments", "two_pass", "naive", "welford", "merge", "merge_all", "chunked"]
+__all__ = ["moments", "Moments", "two_pass", "naive", "welford", "merge", "merge_all", "chunked"]
 
 Dim = Optional[Union[int, Sequence[int]]]
+
+
+def moments(x: Tensor, dims: Sequence[int]) -> Tuple[Tensor, Tensor]:
+    """The mean μ and population variance σ² over ``dims``, in two passes (chapter 2).
+
+    The one place normlib computes them: every layer (:mod:`normlib.functional`,
+    :mod:`normlib.autograd`, :mod:`normlib.distributed`) and the classroom's checkers call it.
+    Both keep the reduced axes (size 1), so they broadcast against ``x``.
+
+    >>> mean, var = moments(torch.tensor([[2.0], [4.0], [6.0], [8.0]]), (0,))   # feature 1
+    >>> mean, var
+    (tensor([[5.]]), tensor([[5.]]))
+    """
+    mean = x.mean(dim=dims, keepdim=True)                      # pass 1: μ = Σ x / n
+    centered = x - mean                                        #         x − μ
+    var = (centered * centered).mean(dim=dims, keepdim=True)   # pass 2: σ² = Σ (x − μ)² / n
+    return mean, var
 
 
 class Moments(NamedTuple):
@@ -90,9 +107,10 @@ def two_pass(x: Tensor, dim: Dim = None) -> Moments:
     (3, tensor(37.), tensor(1998.))
     """
     dims = _dims(x, dim)
-    mean = x.mean(dim=dims)
-    centered = x - x.mean(dim=dims, keepdim=True)
-    return Moments(_count(x, dims), mean, (centered * centered).sum(dim=dims))
+    n = _count(x, dims)
+    mean, var = moments(x, dims)
+    kept = [s for d, s in enumerate(x.shape) if d not in dims]
+    return Moments(n, mean.reshape(kept), var.reshape(kept) * n)
 
 
 def naive(x: Tensor, dim: Dim = None) -> Moments:

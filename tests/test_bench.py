@@ -7,19 +7,22 @@ the errors. The one torch.compile below is the slowest test (about 20 s on 2 cor
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from normlib import bench
+from normlib.bench import variants
+from normlib.bench.report import shape_label
 
 TINY = {"layer_norm": (6, 16), "rms_norm": (6, 16), "batch_norm2d": (4, 3, 5, 5)}
 
 
 def outputs_and_grads(op, variant, mode="forward+backward"):
     """y and the gradients of x, γ, β that one benchmark call of ``variant`` produces."""
-    case = bench._Case(op, TINY[op], mode, seed=1)
-    fn = bench._function(op, variant)
+    case = variants.Case(op, TINY[op], mode, seed=1)
+    fn = variants.function(op, variant)
     if mode == "forward":
         with torch.no_grad():
             return [case.forward(fn)], case.state
@@ -32,6 +35,19 @@ def assert_same(ours, ref, what):
     for k, (a, b) in enumerate(zip(ours, ref)):
         diff = (a - b).abs().max().item()
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-5), f"{what}, tensor {k}: max abs difference {diff:.2e}"
+
+
+# ------------------------------------------------------------------ the package
+
+def test_the_variant_table_has_every_op_and_variant():
+    assert set(variants.IMPLEMENTATIONS) == {(op, v) for op in bench.OPS for v in bench.VARIANTS}
+    assert set(variants.ARGUMENTS) == set(bench.OPS)
+    assert all(hasattr(bench, name) for name in bench.__all__)
+
+
+def test_each_module_of_the_package_stays_small():
+    lines = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in Path(bench.__file__).parent.glob("*.py")}
+    assert len(lines) > 1 and max(lines.values()) < 400, lines
 
 
 # ------------------------------------------------------------------ like is compared with like
@@ -56,7 +72,7 @@ def test_compiled_layer_norm_computes_what_torch_computes():
 
 
 def test_inputs_are_seeded_and_not_trivial():
-    a, b = bench._Case("layer_norm", (4, 8), "forward+backward"), bench._Case("layer_norm", (4, 8), "forward+backward")
+    a, b = (variants.Case("layer_norm", (4, 8), "forward+backward") for _ in range(2))
     assert torch.equal(a.x, b.x) and torch.equal(a.dy, b.dy)
     assert not torch.equal(a.weight, torch.ones(8)) and not torch.equal(a.bias, torch.zeros(8))
     assert a.x.dtype == torch.float32 and a.x.device.type == "cpu"
@@ -128,7 +144,7 @@ def test_table_has_every_row_and_torch_over_itself_is_one():
     table = bench.markdown_table(rows, bandwidth=10.0)
     body = [line.split(" | ") for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert [(cells[0][2:], cells[1], cells[2], cells[3]) for cells in body] == \
-        [(r.op, bench._shape_label(r.shape), r.mode, r.variant) for r in rows]
+        [(r.op, shape_label(r.shape), r.mode, r.variant) for r in rows]
     header = table.splitlines()[0].split(" | ")
     for cells in body:
         if cells[3] == "torch":

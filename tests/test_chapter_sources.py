@@ -141,3 +141,59 @@ def test_bold_text_renders_in_korean():
         texts[f"{path.parent.name}/{path.name}"] = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     bad = [(name, b) for name, text in texts.items() for line in text.splitlines() for b in _broken_bold(line)]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("lang", build_chapters.LANGS)
+def test_pages_open_with_their_content_and_a_collapsed_setup(lang):
+    """Title and introduction first; then the install cell (removed from the book) and one short
+    setup cell, collapsed in the book, that prints nothing; then the chapter."""
+    for stem in STEMS:
+        cells = nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4).cells
+        assert cells[0].cell_type == "markdown" and cells[0].source.startswith("# "), f"{lang}/{stem}"
+        assert cells[1].metadata.get("tags") == ["remove-cell"], f"{lang}/{stem}: cell 1 is not the install cell"
+        setup = cells[2]
+        assert setup.source.startswith(f'LANG = "{lang}"\n'), f"{lang}/{stem}: cell 2 is not the setup cell"
+        assert setup.metadata.get("tags") == ["hide-input"], f"{lang}/{stem}: the setup cell is not collapsed"
+        assert not setup.get("outputs"), f"{lang}/{stem}: the setup cell prints {setup.outputs}"
+        assert "book.start(LANG" in setup.source and "def " not in setup.source, f"{lang}/{stem}: {setup.source}"
+        assert len(setup.source.splitlines()) <= 14, f"{lang}/{stem}: a setup of {len(setup.source.splitlines())} lines"
+        assert not any("LANG = " in c.source for c in cells[3:] if c.cell_type == "code"), f"{lang}/{stem}"
+
+
+LIBRARY_LINE = re.compile(r"\]\(https://github\.com/[^)]+/blob/[^/]+/(normlib/[\w/]+\.py)#L(\d+)-L(\d+)\)")
+
+
+@pytest.mark.parametrize("lang", build_chapters.LANGS)
+def test_chapters_link_to_the_library_lines_they_derive(lang):
+    """Chapters 2–7 and 9 link to the normlib code they derive; each link's first line is the
+    definition (a `def` or `class`, or its decorator) and its last line is inside the file."""
+    for stem in STEMS:
+        markdown = "\n".join(c.source for c in nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb",
+                                                              as_version=4).cells if c.cell_type == "markdown")
+        links = LIBRARY_LINE.findall(markdown)
+        if stem[:2] in ("02", "03", "04", "05", "06", "07", "09"):
+            assert links, f"{lang}/{stem} links to no line of normlib"
+        for path, first, last in links:
+            lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+            head = lines[int(first) - 1].lstrip()
+            assert head.startswith(("def ", "class ", "@")) and int(last) <= len(lines), (
+                f"{lang}/{stem} links to {path}#L{first}-L{last}, which starts {head!r}: the library moved; "
+                f"run `python -m tools.build_chapters {stem}` (the code is unchanged, so its outputs are kept)")
+
+
+def test_a_library_link_names_a_real_definition():
+    assert build_chapters.link_library("[x](normlib:functional.layer_norm)").startswith("[x](https://github.com/")
+    with pytest.raises(build_chapters.SourceError, match="normlib:functional.no_such_function"):
+        build_chapters.link_library("[x](normlib:functional.no_such_function)")
+
+
+def test_rebuilding_after_a_prose_change_keeps_the_outputs():
+    blocks = build_chapters.parse((build_chapters.SRC / f"{STEMS[0]}.md").read_text(encoding="utf-8"), STEMS[0])
+    executed = nbformat.read(ROOT / "chapters" / "en" / f"{STEMS[0]}.ipynb", as_version=4)
+    prose = [dict(b, body=b["body"] + " More prose.") if b["kind"] == "en" else b for b in blocks]
+    rebuilt = build_chapters.notebook(prose, STEMS[0], "en")
+    assert build_chapters.keep_outputs(rebuilt, executed)
+    assert [c.get("outputs") for c in rebuilt.cells if c.cell_type == "code"] == \
+           [c.outputs for c in executed.cells if c.cell_type == "code"]
+    code = [dict(b, body=b["body"] + "\nprint(1)") if b["kind"] == "code" else b for b in blocks]
+    assert not build_chapters.keep_outputs(build_chapters.notebook(code, STEMS[0], "en"), executed)

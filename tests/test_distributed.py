@@ -1,6 +1,6 @@
 """normlib.distributed: synchronized BatchNorm across real processes (gloo on 127.0.0.1).
 
-Each multi-process test starts its processes once with ``normlib.distributed.launch`` and runs
+Each multi-process test starts its processes once with ``normlib.book.launch.launch`` and runs
 many cases inside them; the workers below are module-level functions so that the spawned
 processes can import them. References are computed here, in the test process, from
 ``torch.nn.BatchNorm1d/2d/3d`` on the concatenated batch, and inside the workers from
@@ -22,6 +22,8 @@ import normlib
 from helpers import assert_close_elementwise
 from normlib import distributed as D
 from normlib.axes import NormInputError
+from normlib.book.devices import split_steps
+from normlib.book.launch import WorkerError, launch
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 
@@ -135,7 +137,7 @@ def _assert_close(ours, ref, dtype, what, exact=None):
 @pytest.fixture(scope="module", params=[2, 3], ids=["2 processes", "3 processes"])
 def launched(request):
     world_size = request.param
-    return world_size, D.launch(compare_worker, world_size, timeout=120)
+    return world_size, launch(compare_worker, world_size, timeout=120)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
@@ -300,7 +302,7 @@ def test_equals_torch_sync_batch_norm_math():
     torch.nn.SyncBatchNorm's own Function computes on the same slices (3 processes: uneven,
     empty and one-row slices among the cases)."""
     world_size = 3
-    results = D.launch(torch_sync_worker, world_size, timeout=120)
+    results = launch(torch_sync_worker, world_size, timeout=120)
     names = ["output", "input gradient", "weight gradient", "bias gradient", "running_mean", "running_var"]
     cases = {c["name"]: c for c in CASES}
     for rank, per_rank in enumerate(results):
@@ -357,7 +359,7 @@ def edge_worker(rank, world_size):
 
 def test_edge_cases_agree_across_processes():
     for world_size in (2, 3):
-        results = D.launch(edge_worker, world_size, timeout=60)
+        results = launch(edge_worker, world_size, timeout=60)
         for rank, r in enumerate(results):
             assert r["one value"] is not None, f"rank {rank} did not raise on 1 value per channel"
             assert "more than 1 value per channel" in r["one value"] and f"over all {world_size} processes" in r["one value"]
@@ -380,7 +382,7 @@ def world_of_one_worker(rank, world_size):
 
 
 def test_a_group_of_one_process_is_plain_batchnorm():
-    (synchronized, calls, y), = D.launch(world_of_one_worker, 1, timeout=60)
+    (synchronized, calls, y), = launch(world_of_one_worker, 1, timeout=60)
     x = torch.randn(5, 3, 2, generator=torch.Generator().manual_seed(3))
     assert not synchronized and calls == []
     torch.testing.assert_close(y, torch.nn.functional.batch_norm(x, None, None, training=True))
@@ -408,8 +410,8 @@ def failing_worker(rank, world_size, how):
 ])
 def test_launch_stops_every_process_when_one_fails(how, timeout, message):
     started = time.monotonic()
-    with pytest.raises(D.WorkerError, match=message):
-        D.launch(failing_worker, 3, how, timeout=timeout)
+    with pytest.raises(WorkerError, match=message):
+        launch(failing_worker, 3, how, timeout=timeout)
     # Bounded: a failing rank is reported as soon as it fails, not when the timeout (which also
     # bounds the others' collectives) runs out; a hanging one when the timeout runs out.
     assert time.monotonic() - started < 40
@@ -418,11 +420,11 @@ def test_launch_stops_every_process_when_one_fails(how, timeout, message):
 
 def test_launch_rejects_bad_arguments():
     with pytest.raises(ValueError, match="world_size must be a positive int, got 0"):
-        D.launch(failing_worker, 0)
+        launch(failing_worker, 0)
     with pytest.raises(TypeError, match="fn must be a function"):
-        D.launch("not a function", 2)
+        launch("not a function", 2)
     with pytest.raises(ValueError, match="timeout must be a positive number of seconds, got -1"):
-        D.launch(failing_worker, 2, timeout=-1)
+        launch(failing_worker, 2, timeout=-1)
 
 
 # --------------------------------------------------------------------------- in one process (no group)
@@ -511,6 +513,6 @@ def test_split_steps_rejects_a_split_that_does_not_fit():
     """(Chapter 9's demo function; the notebook runs it live, nbval checks its printed results.)"""
     x = torch.zeros(4, 3)
     with pytest.raises(ValueError, match=r"each split must give 2 row counts adding up to 4, got \[1, 1\]"):
-        D.split_steps(0, 2, x, x, [[1, 1]])
+        split_steps(0, 2, x, x, [[1, 1]])
     with pytest.raises(ValueError, match=r"got \[4\]"):
-        D.split_steps(0, 2, x, x, [[4]])
+        split_steps(0, 2, x, x, [[4]])

@@ -17,7 +17,11 @@ from torch import nn
 
 from helpers import ROOT, has_hangul
 from normlib import exercises as ex
-from normlib import i18n
+from normlib.axes import as_normalized_shape
+from normlib.book import i18n
+from normlib.exercises._report import _generator, _input, _params
+from normlib.exercises._slips import _layer_spec, _standardize
+from normlib.exercises.axes_groupnorm import _group_spec
 
 LANGS = ("ko", "en")
 
@@ -194,7 +198,7 @@ def section(key: str, lang: str) -> str:
 
 def test_correct_implementations_pass_every_checker(capsys):
     def torch_layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-        return nn.functional.layer_norm(x, ex._axes.as_normalized_shape(normalized_shape), weight, bias, eps)
+        return nn.functional.layer_norm(x, as_normalized_shape(normalized_shape), weight, bias, eps)
 
     for lang in LANGS:
         ex.check_layer_norm_stats(make_stats(), lang)
@@ -221,12 +225,12 @@ def test_correct_implementations_pass_every_checker(capsys):
 
 def test_the_slip_engine_agrees_with_torch_when_there_is_no_slip():
     # the candidates the diagnoses come from are computed on the same footing as torch's reference
-    x = ex._input((3, 4, 5), ex._generator(0), torch.float64)
-    spec = ex._layer_spec(x, (5,), 0.01)
-    ours = ex._standardize(x, spec.pool, unbiased=False, eps=0.01, std_eps=False)
+    x = _input((3, 4, 5), _generator(0), torch.float64)
+    spec = _layer_spec(x, (5,), 0.01)
+    ours = _standardize(x, spec.pool, unbiased=False, eps=0.01, std_eps=False)
     assert torch.allclose(ours, F.layer_norm(x, (5,), eps=0.01), atol=1e-12)
-    group = ex._group_spec(x, 2, 0.01)
-    assert torch.allclose(ex._standardize(x, group.pool, False, 0.01, False), F.group_norm(x, 2, eps=0.01), atol=1e-12)
+    group = _group_spec(x, 2, 0.01)
+    assert torch.allclose(_standardize(x, group.pool, False, 0.01, False), F.group_norm(x, 2, eps=0.01), atol=1e-12)
 
 
 # --------------------------------------------------------------------------- the five the issue names, both languages
@@ -318,9 +322,9 @@ def test_forgotten_affine(lang):
 def test_largest_difference_is_the_one_torch_shows():
     student = make_layer_norm(unbiased=True)
     # recompute the checker's first case independently: same seed, same draws, torch as reference
-    gen = ex._generator(0)
-    x = ex._input((4, 3), gen, torch.float64)
-    weight, bias = ex._params((3,), gen, torch.float64)
+    gen = _generator(0)
+    x = _input((4, 3), gen, torch.float64)
+    weight, bias = _params((3,), gen, torch.float64)
     diff = (student(x, (3,), weight, bias, 0.01) - F.layer_norm(x, (3,), weight, bias, 0.01)).abs()
     index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
     message = str(failure(ex.check_layer_norm, student, "en"))
@@ -345,9 +349,9 @@ def test_per_channel_mean_right_and_variance_off(lang):
 
 def test_per_row_statistics_name_the_worst_row():
     student = make_layer_norm(eps_mode="zero")
-    gen = ex._generator(0)
-    x = ex._input((4, 3), gen, torch.float64)
-    weight, bias = ex._params((3,), gen, torch.float64)
+    gen = _generator(0)
+    x = _input((4, 3), gen, torch.float64)
+    weight, bias = _params((3,), gen, torch.float64)
     ours, torch_y = student(x, (3,), weight, bias, 0.01), F.layer_norm(x, (3,), weight, bias, 0.01)
     worst_row = int((ours.var(1, correction=0) - torch_y.var(1, correction=0)).abs().argmax())
     message = str(failure(ex.check_layer_norm, student, "en"))

@@ -27,3 +27,15 @@ def test_ruff_reports_a_real_problem(tmp_path):
     result = subprocess.run([str(RUFF), "check", "--no-cache", "."], cwd=tmp_path, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 1 and "F401" in result.stdout, result.stdout
+
+
+def test_chapter_code_has_no_unused_import_or_undefined_name():
+    """The chapters' code, as readers run it (one language's notebooks: the code is the same in both):
+    pyflakes' checks only, since notebook code is written to be read one cell at a time."""
+    if not RUFF.exists():
+        pytest.fail(f"ruff is not installed next to {sys.executable}: it is pinned in requirements.txt (make venv)")
+    notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters" / "en").glob("*.ipynb"))
+    assert notebooks, "no chapter notebooks in chapters/en"
+    result = subprocess.run([str(RUFF), "check", "--no-cache", "--isolated", "--select", "F", "--output-format",
+                             "concise", *notebooks], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, "fix chapters/src (then make chapters):\n" + result.stdout[-4000:] + result.stderr

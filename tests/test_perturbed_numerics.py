@@ -49,7 +49,7 @@ def test_chapter_outputs_do_not_depend_on_the_machine(perturbed, path):
         pytest.fail(
             f"{path.parent.name}/{path.name}: code cell(s) {cells} print other text under another thread count "
             f"or other kernels, so they would fail nbval on another machine. Print only what is stable "
-            f"(float64, a bound such as normlib.examples.within, an asserted claim) or tag the raw print "
+            f"(float64, a bound such as normlib.book.examples.within, an asserted claim) or tag the raw print "
             f"nbval-ignore-output.\n" + perturbed_numerics.report(result)
         )
 

@@ -13,8 +13,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from helpers import has_hangul  # noqa: E402
-from normlib import axes, examples, i18n, viz  # noqa: E402
+from normlib import axes  # noqa: E402
 from normlib import functional as F
+from normlib.book import examples, i18n, viz  # noqa: E402
 
 # -- colour blindness ---------------------------------------------------------------------------
 # Machado, Oliveira & Fernandes (2009) simulation matrices at severity 1.0, applied in linear RGB.

@@ -16,7 +16,8 @@ from ipywidgets.embed import embed_data  # noqa: E402
 from ipywidgets.widgets.widget_link import Link  # noqa: E402
 
 from helpers import has_hangul  # noqa: E402
-from normlib import axes, viz, widgets  # noqa: E402
+from normlib import axes  # noqa: E402
+from normlib.book import viz, widgets  # noqa: E402
 
 
 # -- the oracle: which inputs does torch's output at one element depend on? -----------------------

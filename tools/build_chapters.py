@@ -3,7 +3,8 @@
     python -m tools.build_chapters                # every chapters/src/*.md -> chapters/{ko,en}/*.ipynb
     python -m tools.build_chapters 03_batchnorm
 
-Then execute them (``make chapters`` does both). Editing a notebook directly is fine while
+Then execute them (``make chapters`` does both). A notebook whose code cells are unchanged keeps its
+outputs, so a change to the prose alone needs no execution. Editing a notebook directly is fine while
 exploring, but the source under ``chapters/src/`` is what is kept: tests/test_chapter_sources.py
 fails when the notebooks no longer match it.
 
@@ -13,6 +14,11 @@ cell). The chapters' block kinds:
 ``<!-- ko -->`` / ``<!-- en -->``
     a Markdown cell in that language only. The first one of each language must start with a
     ``# `` title; a link to the other language's page goes after it.
+``<!-- setup -->``
+    the chapter's setup (imports, ``T = book.start(LANG)``): the first code block of every chapter.
+    It becomes one cell that starts with ``LANG = "ko"`` or ``LANG = "en"`` (the only code that
+    differs between the two languages) and that the book shows collapsed (tag ``hide-input``), so
+    a page opens with its content. It prints nothing.
 ``<!-- code [tag ...] -->``
     a code cell in both languages, with optional cell tags (``nbval-ignore-output`` for
     timings, ``hide-input`` …).
@@ -21,20 +27,37 @@ cell). The chapters' block kinds:
 ``<!-- caption ko|en -->``, ``<!-- alt ko|en -->``
     the caption and alt text of the figure drawn by the code cell just before.
 
-Two code cells open every notebook, after its title: the install cell (removed from the HTML
-book, tag ``remove-cell``) and ``LANG = "ko"`` or ``LANG = "en"``, the only code that differs
-between the two languages.
+Two code cells open every notebook, after its title block: the install cell (removed from the HTML
+book, tag ``remove-cell``) and the setup cell.
+
+In Markdown, a link to ``normlib:<module>.<name>`` (``[layer_norm](normlib:functional.layer_norm)``)
+becomes a link to the line of the repository's source where ``<name>`` is defined, so a chapter
+points at the library code it derives. tests/test_chapter_sources.py fails when the library has
+moved since the notebooks were built.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 import sys
 from pathlib import Path
 
 import nbformat
 
 try:
-    from tools.bilingual import KERNEL, LANGS, ROOT, SourceError, any_options, code_for, count, install_cell
+    from tools.bilingual import (
+        KERNEL,
+        LANGS,
+        ROOT,
+        SourceError,
+        any_options,
+        code_for,
+        count,
+        install_cell,
+        repository_url,
+    )
     from tools.bilingual import parse as parse_blocks
     from tools.bilingual import stems as stems_in
 except ModuleNotFoundError as error:  # run as a file (python tools/build_chapters.py) instead of a module
@@ -48,8 +71,29 @@ def _one_language(options: list[str]) -> str | None:
     return None if options in (["ko"], ["en"]) else f"needs 'ko' or 'en', got {options}"
 
 
-KINDS = {"ko": count(0), "en": count(0), "code": any_options, "solution": any_options,
+KINDS = {"ko": count(0), "en": count(0), "setup": count(0), "code": any_options, "solution": any_options,
          "caption": _one_language, "alt": _one_language}
+LIBRARY_LINK = re.compile(r"\]\(normlib:([\w.]+)\)")
+
+
+def library_url(target: str) -> str:
+    """``functional.layer_norm`` → the URL of the lines in the repository where it is defined
+    (``bench.work``, a module → its file)."""
+    module_name, _, name = target.rpartition(".")
+    try:
+        module = importlib.import_module(f"normlib.{module_name}")
+        obj = getattr(module, name)
+        lines, first = inspect.getsourcelines(obj)
+    except (ImportError, AttributeError, TypeError, OSError) as error:
+        raise SourceError(f"normlib:{target} does not name a function or class of normlib ({error})") from None
+    path = Path(inspect.getsourcefile(obj)).resolve().relative_to(ROOT).as_posix()
+    if inspect.ismodule(obj):   # a whole module: its file
+        return f"{repository_url()}/blob/main/{path}"
+    return f"{repository_url()}/blob/main/{path}#L{first}-L{first + len(lines) - 1}"
+
+
+def link_library(markdown: str) -> str:
+    return LIBRARY_LINK.sub(lambda m: f"]({library_url(m.group(1))})", markdown)
 
 
 def parse(text: str, name: str) -> list[dict]:
@@ -61,6 +105,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook(metadata=dict(KERNEL))
     cells = nb.cells
     titled = False
+    set_up = False
     last_code = None
     for b in blocks:
         kind = b["kind"]
@@ -75,15 +120,23 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
                     raise SourceError(f"{stem}: the first {lang} block must start with a '# ' title")
                 lines.insert(1, f"\n[{label} →](../{other}/{stem}.ipynb)")
                 body = "\n".join(lines)
-                cells.append(nbformat.v4.new_markdown_cell(body))
+                cells.append(nbformat.v4.new_markdown_cell(link_library(body)))
                 cells.append(install_cell())
-                cells.append(nbformat.v4.new_code_cell(f'LANG = "{lang}"'))
                 titled = True
                 continue
-            cells.append(nbformat.v4.new_markdown_cell(body))
+            cells.append(nbformat.v4.new_markdown_cell(link_library(body)))
+        elif kind == "setup":
+            if not titled or set_up or last_code is not None:
+                raise SourceError(f"{stem}:{b['line']}: one setup block, the first code block, after the title block")
+            cell = nbformat.v4.new_code_cell(f'LANG = "{lang}"\n' + code_for(b["body"], lang))
+            cell.metadata["tags"] = ["hide-input"]
+            cells.append(cell)
+            set_up = True
         elif kind in ("code", "solution"):
             if not titled:
                 raise SourceError(f"{stem}: code before the title block")
+            if not set_up:
+                raise SourceError(f"{stem}:{b['line']}: a {kind} block before the setup block")
             cell = nbformat.v4.new_code_cell(code_for(b["body"], lang))
             tags = list(b["options"])
             if kind == "solution":
@@ -108,17 +161,34 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
     return nb
 
 
+def keep_outputs(new: nbformat.NotebookNode, old: nbformat.NotebookNode) -> bool:
+    """When ``new`` has exactly ``old``'s code cells (same sources, same tags), give it ``old``'s
+    outputs, so a change to the prose alone (or a library link) needs no re-execution. Returns
+    whether it did."""
+    code = lambda nb: [(c.source, c.metadata.get("tags", [])) for c in nb.cells if c.cell_type == "code"]
+    if code(new) != code(old):
+        return False
+    fresh = [c for c in new.cells if c.cell_type == "code"]
+    for cell, executed in zip(fresh, (c for c in old.cells if c.cell_type == "code")):
+        cell.outputs, cell.execution_count = executed.outputs, executed.execution_count
+        if "execution" in executed.metadata:
+            cell.metadata["execution"] = executed.metadata["execution"]
+    return True
+
+
 def build(stem: str) -> list[Path]:
+    """Write both notebooks of a chapter; returns those whose code changed (they need executing)."""
     source = SRC / f"{stem}.md"
     blocks = parse(source.read_text(encoding="utf-8"), source.name)
-    written = []
+    changed = []
     for lang in LANGS:
         nb = notebook(blocks, stem, lang)
         path = ROOT / "chapters" / lang / f"{stem}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not (path.exists() and keep_outputs(nb, nbformat.read(path, as_version=4))):
+            changed.append(path)
         nbformat.write(nb, path)
-        written.append(path)
-    return written
+    return changed
 
 
 def stems() -> list[str]:
@@ -127,8 +197,11 @@ def stems() -> list[str]:
 
 def main(args: list[str]) -> int:
     for stem in args or stems():
-        for path in build(stem):
-            print(f"wrote {path.relative_to(ROOT)}")
+        changed = build(stem)
+        for lang in LANGS:
+            path = ROOT / "chapters" / lang / f"{stem}.ipynb"
+            print(f"wrote {path.relative_to(ROOT)}" + (" (code changed: execute it)" if path in changed else
+                                                       " (same code: outputs kept)"))
     return 0
 
 

@@ -4,7 +4,7 @@ colour-blind readers.
 Every drawing that says "these elements share one statistic" reads :mod:`normlib.axes`,
 and returns the data it coloured, so tests can check the picture against the arithmetic.
 
->>> import normlib.viz as viz
+>>> from normlib.book import viz
 >>> drawing = viz.table_figure(method="layer", lang="en")
 >>> drawing.groups.tolist()          # cell (row, column) -> which statistic it shares
 [[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib import font_manager
 
-from . import axes as _axes
+from .. import axes as _axes
+from .. import functional as _F
 from . import examples as _examples
-from . import functional as _F
 from .i18n import check_lang, text
 
 __all__ = [
@@ -124,7 +124,7 @@ def table_figure(
     ``method`` is ``"batch"`` (cells of a column share), ``"layer"`` or ``"rms"`` (cells of a
     row share). ``show="input"`` writes the input numbers, ``show="normalized"`` the output of
     the method (computed with :mod:`normlib.functional`, no affine). ``x`` defaults to the
-    running example :func:`normlib.examples.table`.
+    running example :func:`normlib.book.examples.table`.
     """
     check_lang(lang)
     if method not in _SHARES:

@@ -19,10 +19,14 @@ Differences that are only rounding are printed as a bound, not as digits (see :f
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
+from torch import nn
 
-__all__ = ["SAMPLES", "FEATURES", "TABLE", "TOLERANCE", "table", "within"]
+from . import i18n
+
+__all__ = ["SAMPLES", "FEATURES", "TABLE", "TOLERANCE", "table", "within", "compare_with_torch"]
 
 SAMPLES = ("A", "B", "C", "D")
 FEATURES = ("x1", "x2", "x3")
@@ -72,3 +76,42 @@ def within(difference, dtype: torch.dtype = torch.float32) -> str:
     if abs(value) < bound:  # NaN fails this test and is printed
         return f"< 1e{exponent}"
     return f"{value:.1e} (more than 1e{exponent})"
+
+
+def compare_with_torch(ours: nn.Module, theirs: nn.Module, make_batch: Callable[[int], torch.Tensor], lang: str,
+                       steps: int = 5) -> None:
+    """Print how far a normlib BatchNorm is from torch.nn's through training, evaluation and ``state_dict``.
+
+    Both layers get the same random γ and β; ``steps`` training batches ``make_batch(0)`` …
+    go through both (the differences printed are those of the last), then one batch in
+    evaluation mode. Then their ``state_dict`` keys and values are compared, and torch's
+    ``state_dict`` is loaded into a fresh normlib layer. Differences print with :func:`within`;
+    the words are in ``lang``.
+
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> from normlib import BatchNorm1d
+    >>> compare_with_torch(BatchNorm1d(2), nn.BatchNorm1d(2), lambda s: torch.randn(8, 2, generator=gen), "en")
+    BatchNorm1d: train < 1e-5 | eval < 1e-5 | state_dict keys equal True | values < 1e-5 | loads torch's: True
+      keys: ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+    """
+    theirs.load_state_dict(ours.state_dict())
+    with torch.no_grad():
+        ours.weight.normal_()
+        ours.bias.normal_()
+        theirs.weight.copy_(ours.weight)
+        theirs.bias.copy_(ours.bias)
+    for step in range(steps):
+        batch = make_batch(step)
+        train = (ours(batch) - theirs(batch)).abs().max()
+    ours.eval(), theirs.eval()
+    batch = make_batch(steps)
+    evaluation = (ours(batch) - theirs(batch)).abs().max()
+    a, b = ours.state_dict(), theirs.state_dict()
+    values = max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+    fresh = type(ours)(ours.num_features)
+    fresh.load_state_dict(theirs.state_dict())
+    loads = all(torch.equal(t, b[k]) for k, t in fresh.state_dict().items())
+    print(i18n.text("cmp:summary", lang).format(
+        name=type(ours).__name__, train=within(train.detach()), eval=within(evaluation.detach()),
+        keys=list(a) == list(b), values=within(values), loads=loads))
+    print(i18n.text("cmp:keys", lang), list(a))

@@ -9,7 +9,7 @@ Two kinds, both in Korean or English (``lang="ko"`` or ``"en"``):
 * :func:`live_explorer` redraws from :mod:`normlib` as sliders move (N, C, H·W, G, which
   group, eps, an offset of the input) and prints the statistics. It needs a running kernel.
 
-Every picture is a :func:`normlib.viz.block_figure` or :func:`normlib.viz.table_figure`, which
+Every picture is a :func:`normlib.book.viz.block_figure` or :func:`normlib.book.viz.table_figure`, which
 read :mod:`normlib.axes`; the explorers keep the data behind each picture in ``leaves`` so
 tests can check it.
 
@@ -31,8 +31,9 @@ import PIL.Image
 import torch
 from ipywidgets.widgets.widget_link import Link
 
-from . import axes, viz
-from . import functional as _F
+from .. import axes
+from .. import functional as _F
+from . import viz
 from .i18n import check_lang, text
 
 __all__ = ["Leaf", "Explorer", "static_explorer", "live_explorer", "LiveExplorer", "METHOD_NAMES"]

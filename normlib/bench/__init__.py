@@ -1,0 +1,35 @@
+"""How fast, and how close to the memory's speed, are the book's normalization layers? (chapter 8)
+
+Four versions of LayerNorm, RMSNorm and BatchNorm2d (training mode) are compared with each
+other, as ratios to PyTorch's built-in, forward and forward+backward, float32 on the CPU.
+``make bench`` (``benchmarks/normalization.py``) runs the full suite; chapter 8 a small one.
+
+=================  ========================================================================
+:mod:`.variants`   the ops, variants and modes; one table of the function each variant runs
+:mod:`.work`       the least bytes one call moves and the FLOPs it needs (the roofline)
+:mod:`.machine`    the machine: timing, copy bandwidth, matmul speed, peak memory, its name
+:mod:`.graphs`     what torch.compile makes of the readable functions (graph breaks)
+:mod:`.suite`      the measuring: compare the variants on one input, run over many sizes
+:mod:`.report`     a run's rows and results, their JSON, the Markdown table, the targets
+:mod:`.plots`      the figures (matplotlib, imported when one is drawn)
+=================  ========================================================================
+
+Each module's docstring says what its numbers mean. ``from normlib import bench`` gives the
+names below; ``import normlib`` does not import this package.
+"""
+
+from .graphs import graph_breaks
+from .machine import copy_bandwidth, keep_freed_memory, machine_info, matmul_gflops, peak_memory
+from .plots import plot, roofline
+from .report import Results, Row, load, markdown_table, targets, targets_markdown
+from .suite import compare, measure, run
+from .variants import MODES, OPS, SMALL_SIZES, VARIANTS
+from .work import FLOPS_PER_ELEMENT, PASSES, minimal_bytes
+
+__all__ = [
+    "OPS", "VARIANTS", "MODES", "PASSES", "FLOPS_PER_ELEMENT", "SMALL_SIZES",
+    "Row", "Results",
+    "minimal_bytes", "copy_bandwidth", "keep_freed_memory", "matmul_gflops", "peak_memory", "machine_info", "graph_breaks",
+    "measure", "compare", "run", "load",
+    "markdown_table", "targets", "targets_markdown", "plot", "roofline",
+]
