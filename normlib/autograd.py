@@ -80,7 +80,7 @@ def _normalized(x: Tensor, mean: Optional[Tensor], rstd: Tensor) -> Tensor:
 
 
 def _input_grad(g: Tensor, x_hat: Tensor, rstd: Tensor, dims: Dims, center: bool) -> Tensor:
-    """∂L/∂x = r·(g − mean(g) − x̂·mean(g·x̂)), where g = γ·∂L/∂y.
+    """∂L/∂x = r·(g − mean(g) − x̂·mean(g·x̂)), where g = γ·∂L/∂y: chapter 7 derives it.
 
     ``g`` alone is the gradient if μ and σ were constants. Moving every x of a group by the same
     amount moves μ by that amount and changes no x̂: the part of g along "all ones", mean(g), is

@@ -170,7 +170,7 @@ def _all_reduce_sum(t: Tensor, process_group) -> Tensor:
 # --------------------------------------------------------------------------- forward and backward
 
 class SyncBatchNormFunction(torch.autograd.Function):
-    """Training-mode BatchNorm with given whole-batch statistics, and the synchronized backward.
+    """Training-mode BatchNorm with given whole-batch statistics, and the synchronized backward (chapter 9).
 
     ``SyncBatchNormFunction.apply(input, weight, bias, mean, var, count, eps, process_group)``:
     ``mean`` and ``var`` (population, shape ``(C,)``) are the merged statistics of all ``count``

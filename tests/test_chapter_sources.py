@@ -197,3 +197,21 @@ def test_rebuilding_after_a_prose_change_keeps_the_outputs():
            [c.outputs for c in executed.cells if c.cell_type == "code"]
     code = [dict(b, body=b["body"] + "\nprint(1)") if b["kind"] == "code" else b for b in blocks]
     assert not build_chapters.keep_outputs(build_chapters.notebook(code, STEMS[0], "en"), executed)
+
+
+def test_what_a_chapter_links_to_names_that_chapter():
+    """A chapter links to the library code it derives, and that code's docstring names the chapter."""
+    import importlib
+    import inspect
+
+    checked = 0
+    for stem in STEMS:
+        number = int(stem[:2])
+        for target in re.findall(r"\]\(normlib:([\w.]+)\)", (build_chapters.SRC / f"{stem}.md").read_text(encoding="utf-8")):
+            module, _, name = target.rpartition(".")
+            doc = inspect.getdoc(getattr(importlib.import_module(f"normlib.{module}"), name)) or ""
+            named = {int(n) for n in re.findall(r"[Cc]hapters? (\d+)", doc)}
+            named |= {n for a, b in re.findall(r"[Cc]hapters (\d+)–(\d+)", doc) for n in range(int(a), int(b) + 1)}
+            assert number in named, f"{stem} links to normlib.{target}, whose docstring names chapters {sorted(named)}"
+            checked += 1
+    assert checked >= 8, f"only {checked} library links in the chapters"

@@ -1,4 +1,4 @@
-"""The work one call must do: the least bytes it moves and the floating-point operations it needs.
+"""The work one call must do: the least bytes it moves and the FLOPs it needs (chapter 8's roofline).
 
 **Bytes and bandwidth.** A normalization does almost no arithmetic per element, so its speed
 is set by how fast memory moves. The *minimal* traffic of each mode, counted in passes over
