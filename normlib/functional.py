@@ -56,7 +56,8 @@ def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tens
     dims = checks.layer_norm(input, normalized_shape, weight, bias)   # the last len(normalized_shape) axes
     x = input.to(_opmath(input.dtype))
     mean, var = moments(x, dims)                  # μ = E[x],  σ² = E[(x − μ)²]   (two passes, chapter 2)
-    x_hat = (x - mean) * torch.rsqrt(var + eps)   # x̂ = (x − μ) / √(σ² + ε)
+    centered = x - mean                           # x − μ
+    x_hat = centered * torch.rsqrt(var + eps)     # x̂ = (x − μ) / √(σ² + ε)
     y = _affine(x_hat, weight, bias)              # y = γ · x̂ + β
     return y.to(input.dtype)
 
@@ -128,7 +129,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     else:
         mean = channel_view(running_mean, x.dim()).to(x.dtype)   # evaluation: the running statistics
         var = channel_view(running_var, x.dim()).to(x.dtype)
-    x_hat = (x - mean) * torch.rsqrt(var + eps)   # x̂ = (x − μ) / √(σ² + ε)
+    centered = x - mean                           # x − μ
+    x_hat = centered * torch.rsqrt(var + eps)     # x̂ = (x − μ) / √(σ² + ε)
     y = _affine(x_hat, channel_view(weight, x.dim()), channel_view(bias, x.dim()))   # y = γ_c · x̂ + β_c
     return y.to(input.dtype)
 
@@ -164,7 +166,8 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None, running_
     else:
         mean = channel_view(running_mean, x.dim()).to(x.dtype)
         var = channel_view(running_var, x.dim()).to(x.dtype)
-    x_hat = (x - mean) * torch.rsqrt(var + eps)   # x̂ = (x − μ) / √(σ² + ε)
+    centered = x - mean                           # x − μ
+    x_hat = centered * torch.rsqrt(var + eps)     # x̂ = (x − μ) / √(σ² + ε)
     y = _affine(x_hat, channel_view(weight, x.dim()), channel_view(bias, x.dim()))   # y = γ_c · x̂ + β_c
     return y.to(input.dtype)
 
@@ -191,7 +194,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     x = _gradient_in_input_layout(input).to(_opmath(input.dtype))
     groups = x.reshape(s.view_shape)                      # (N, C, *) viewed as (N, G, C/G, *)
     mean, var = moments(groups, s.view_axes)              # μ, σ² of each (sample, group)
-    x_hat = (groups - mean) * torch.rsqrt(var + eps)      # x̂ = (x − μ) / √(σ² + ε)
+    centered = groups - mean                              # x − μ
+    x_hat = centered * torch.rsqrt(var + eps)             # x̂ = (x − μ) / √(σ² + ε)
     x_hat = x_hat.reshape(input.shape)                    # back to (N, C, *)
     y = _affine(x_hat, channel_view(weight, x.dim()), channel_view(bias, x.dim()))   # y = γ_c · x̂ + β_c
     return y.to(input.dtype)
