@@ -101,6 +101,12 @@ def repository_url() -> str:
     return url
 
 
+def repository_branch() -> str:
+    """The branch the book's links point into (``repository.branch`` in ``_config.yml``, default main)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return str((config.get("repository") or {}).get("branch") or "main")
+
+
 def install_cell() -> nbformat.NotebookNode:
     """The first code cell of every notebook: install normlib where it is missing (hidden in the book)."""
     source = (

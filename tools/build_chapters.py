@@ -56,6 +56,7 @@ try:
         code_for,
         count,
         install_cell,
+        repository_branch,
         repository_url,
     )
     from tools.bilingual import parse as parse_blocks
@@ -88,8 +89,8 @@ def library_url(target: str) -> str:
         raise SourceError(f"normlib:{target} does not name a function or class of normlib ({error})") from None
     path = Path(inspect.getsourcefile(obj)).resolve().relative_to(ROOT).as_posix()
     if inspect.ismodule(obj):   # a whole module: its file
-        return f"{repository_url()}/blob/main/{path}"
-    return f"{repository_url()}/blob/main/{path}#L{first}-L{first + len(lines) - 1}"
+        return f"{repository_url()}/blob/{repository_branch()}/{path}"
+    return f"{repository_url()}/blob/{repository_branch()}/{path}#L{first}-L{first + len(lines) - 1}"
 
 
 def link_library(markdown: str) -> str:
