@@ -5,7 +5,8 @@
 tensor([[-1.2247,  0.0000,  1.2247]])
 
 Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib.stats`
-(mean and variance four ways), :mod:`normlib.functional` (the formulas),
+(``moments``, the two-pass mean and variance every layer uses, and the other ways of chapter 2),
+:mod:`normlib.checks` (every argument check), :mod:`normlib.functional` (the formulas),
 :mod:`normlib.modules` (the layers, drop-in for ``torch.nn``), :mod:`normlib.autograd`
 (LayerNorm, RMSNorm and BatchNorm with backward passes derived by hand) and
 :mod:`normlib.distributed` (BatchNorm with statistics synchronized across processes).

@@ -47,9 +47,9 @@ import torch
 from torch import Tensor
 
 from . import checks, modules
+from . import functional as F
 from .axes import ShapeLike, channel_view
 from .functional import _affine, _memory_format, _opmath, _rms_eps, _unbiased, _update_running
-from .functional import batch_norm as _batch_norm_eval
 from .stats import moments
 
 __all__ = [
@@ -253,7 +253,7 @@ class BatchNormFunction(torch.autograd.Function):
 
 def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
-    """:func:`normlib.functional.layer_norm` with the hand-derived backward.
+    """:func:`normlib.functional.layer_norm` with the backward chapter 7 derives.
 
     >>> x = torch.tensor([[2.0, 3.0, 4.0]], requires_grad=True)
     >>> y = layer_norm(x, 3)
@@ -266,7 +266,7 @@ def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tens
 
 def rms_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor] = None,
              eps: Optional[float] = None) -> Tensor:
-    """:func:`normlib.functional.rms_norm` with the hand-derived backward (``eps=None`` as there).
+    """:func:`normlib.functional.rms_norm` with the backward chapter 7 derives (``eps=None`` as there).
 
     >>> rms_norm(torch.tensor([[3.0, 4.0]]), 2)
     tensor([[0.8485, 1.1314]])
@@ -278,7 +278,7 @@ def rms_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """:func:`normlib.functional.batch_norm` with the hand-derived backward in training mode.
+    """:func:`normlib.functional.batch_norm` with the backward chapter 7 derives, in training mode.
 
     The running statistics are updated exactly as there (unbiased variance, PyTorch's momentum).
     With ``training=False`` this *is* :func:`normlib.functional.batch_norm`: the running
@@ -290,7 +290,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     (tensor([-1.3416, -0.4472,  0.4472,  1.3416]), tensor([0.5000]), tensor([1.5667]))
     """
     if not training:
-        return _batch_norm_eval(input, running_mean, running_var, weight, bias, False, momentum, eps)
+        return F.batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     s, momentum = checks.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     if s is None:   # the 1-D empty input torch accepts: nothing to normalize
         return input.clone()
@@ -325,7 +325,7 @@ class _BatchNorm(modules._BatchNorm):
     """:class:`normlib.BatchNorm1d/2d/3d` with the hand-derived backward in training mode."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return batch_norm(*self._batch_norm_args(input))
+        return batch_norm(*self._count_batch_and_arguments(input))
 
 
 class BatchNorm1d(_BatchNorm, modules.BatchNorm1d):

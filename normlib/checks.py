@@ -1,4 +1,5 @@
-"""Every argument check of the normalization functions, in one place.
+"""Every argument check of the normalization functions, in one place (the shape rules themselves are
+:mod:`normlib.axes`', which the checks call).
 
 :mod:`normlib.functional`, :mod:`normlib.autograd` and :mod:`normlib.distributed` call one check
 per function, once, before any arithmetic: ``checks.layer_norm(...)`` for ``layer_norm`` and so on.
@@ -36,25 +37,26 @@ class NormDtypeError(TypeError, NotImplementedError):
 
 def layer_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor],
                bias: Optional[Tensor]) -> Tuple[int, ...]:
-    """The checks of ``layer_norm``; returns the axes pooled (the last ``len(normalized_shape)``)."""
+    """The checks of ``layer_norm``; returns the axes pooled, a tuple (the last ``len(normalized_shape)``)."""
     return _trailing("layer_norm", "layer", "LayerNormKernelImpl", input, normalized_shape, weight=weight, bias=bias)
 
 
 def rms_norm(input: Tensor, normalized_shape: ShapeLike, weight: Optional[Tensor]) -> Tuple[int, ...]:
-    """The checks of ``rms_norm``; returns the axes pooled (the last ``len(normalized_shape)``)."""
+    """The checks of ``rms_norm``; returns the axes pooled, a tuple (the last ``len(normalized_shape)``)."""
     return _trailing("rms_norm", "rms", "rms_norm", input, normalized_shape, weight=weight)
 
 
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor], bias: Optional[Tensor], training: bool, momentum, eps: float, *,
                name: str = "batch_norm", local_count: bool = True) -> Tuple[Optional[Sharing], float]:
-    """The checks of ``batch_norm``; returns the axes pooled and ``momentum`` as a float.
+    """The checks of ``batch_norm``; returns the :class:`~normlib.axes.Sharing` (``.axes`` pooled,
+    ``.count`` values per statistic) and ``momentum`` as a float.
 
     ``name`` is the function the messages name. ``local_count=False`` leaves the "more than 1 value
     per channel" check to the caller (synchronized BatchNorm counts the values of every process).
     For the 1-D empty input torch accepts the axes are ``None``: there are no channels to check the
     parameters against, and the caller returns an empty output. (Not with ``local_count=False``:
-    synchronized BatchNorm needs the channel axis, as torch's does.)
+    synchronized BatchNorm needs a channel axis with at least one channel.)
     """
     _floating(name, input, name)
     if training:
@@ -71,6 +73,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     if local_count and input.dim() == 1 and input.numel() == 0:
         return None, momentum
     s = axes.batch_norm_axes(input.shape)
+    if not local_count and input.shape[1] == 0:
+        raise NormInputError(f"{name} needs at least one channel, but got an input of shape {_fmt(input.shape)}")
     _channel_params(name, input, True, _channel_words, running_mean=running_mean, running_var=running_var,
                     weight=weight, bias=bias)
     if training and local_count and s.count == 1:
@@ -99,7 +103,7 @@ def batch_norm_eval(running_mean: Optional[Tensor], running_var: Optional[Tensor
 def instance_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                   weight: Optional[Tensor], bias: Optional[Tensor], use_input_stats: bool,
                   momentum) -> Tuple[Sharing, float]:
-    """The checks of ``instance_norm``; returns the axes pooled and ``momentum`` as a float."""
+    """The checks of ``instance_norm``; returns the :class:`~normlib.axes.Sharing` and ``momentum`` as a float."""
     _floating("instance_norm", input, "batch_norm")
     if use_input_stats:
         _running_pair("instance_norm", running_mean, running_var)
@@ -173,9 +177,9 @@ def _trailing(name: str, method: str, kernel: str, input: Tensor, normalized_sha
               **params: Optional[Tensor]) -> Tuple[int, ...]:
     _floating(name, input, kernel)
     s = axes.layer_norm_axes(input.shape, normalized_shape, method=method)
-    dims = axes.as_normalized_shape(normalized_shape)
+    pooled = tuple(input.shape[a] for a in s.axes)   # = normalized_shape
     for param, t in params.items():
-        _param(name, param, t, dims, "the normalized_shape", input.shape, _trailing_words)
+        _param(name, param, t, pooled, "the normalized_shape", input.shape, _trailing_words)
     return s.axes
 
 

@@ -48,9 +48,9 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from . import checks, modules
+from . import functional as F
 from .axes import NormInputError, _fmt, channel_view
 from .functional import _affine, _opmath, _update_running
-from .functional import batch_norm as _batch_norm
 from .stats import Moments, merge_all, moments
 
 __all__ = [
@@ -234,14 +234,12 @@ def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: 
     tensor([-1.3416, -0.4472,  0.4472,  1.3416])
     """
     if not (training and is_synchronized(process_group)):
-        return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+        return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _, momentum = checks.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps,
                                     name="sync_batch_norm", local_count=False)
-    if input.shape[1] == 0:
-        raise NormInputError(f"sync_batch_norm needs at least one channel, but got an input of shape "
-                             f"{_fmt(input.shape)}")
     with torch.no_grad():
         total = merge_all(gather_moments(local_moments(input), process_group))
+    # the one check that needs every process's count: made after the exchange, by every process alike
     if total.count == 1:
         raise NormInputError(
             f"sync_batch_norm in training mode needs more than 1 value per channel over all "
@@ -292,11 +290,11 @@ class SyncBatchNorm(modules._BatchNorm):
                                  f"of shape {_fmt(input.shape)}")
 
     def forward(self, input: Tensor) -> Tensor:
-        args = self._batch_norm_args(input)
+        args = self._count_batch_and_arguments(input)
         if not self.training:
             # Evaluation: the running statistics, or (untracked) this process's own batch, as
             # torch.nn.SyncBatchNorm does: nothing is exchanged outside training.
-            return _batch_norm(*args)
+            return F.batch_norm(*args)
         return sync_batch_norm(*args, process_group=self.process_group)
 
     @classmethod

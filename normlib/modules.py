@@ -1,8 +1,10 @@
 """Normalization layers as ``nn.Module``s, drop-in replacements for ``torch.nn``'s.
 
-A module here owns state and nothing else: parameters (γ = ``weight``, β = ``bias``) and,
-for BatchNorm/InstanceNorm, the buffers ``running_mean``, ``running_var`` and
-``num_batches_tracked``. The arithmetic is in :mod:`normlib.functional`. Constructor
+A module here owns state: parameters (γ = ``weight``, β = ``bias``) and, for
+BatchNorm/InstanceNorm, the buffers ``running_mean``, ``running_var`` and
+``num_batches_tracked`` (which the module counts). Its ``forward`` checks what only the module
+knows (the input's number of dimensions, its channels against ``num_features``) and calls one
+function of :mod:`normlib.functional`, where the arithmetic is. Constructor
 arguments, attribute names and ``state_dict`` keys are those of ``torch.nn``, so a
 ``torch.nn`` layer's ``state_dict`` loads here with ``strict=True`` and back.
 
@@ -132,7 +134,7 @@ class GroupNorm(nn.Module):
                  device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         # As torch.nn: divisibility is checked here (num_groups=0 divides by zero), a negative
-        # num_groups when the layer runs (normlib.functional.group_norm).
+        # num_groups when the layer runs (normlib.axes.group_norm_axes, through normlib.checks).
         if num_groups == 0:
             raise ZeroDivisionError(
                 f"integer modulo by zero: GroupNorm splits num_channels={num_channels} into num_groups "
@@ -241,10 +243,11 @@ class _BatchNorm(_NormBase):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.batch_norm(*self._batch_norm_args(input))
+        return F.batch_norm(*self._count_batch_and_arguments(input))
 
-    def _batch_norm_args(self, input: Tensor) -> tuple:
-        """Check ``input``, count the batch, and return ``batch_norm``'s arguments for this call:
+    def _count_batch_and_arguments(self, input: Tensor) -> tuple:
+        """Check ``input``'s dimensions, count the batch (training: ``num_batches_tracked += 1``) and
+        return ``batch_norm``'s arguments for this call:
         ``(input, running_mean, running_var, weight, bias, training, momentum, eps)``."""
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum

@@ -1,6 +1,8 @@
 """Mean and variance, four ways — and when each one can be trusted.
 
-Every function returns :class:`Moments` ``(count, mean, m2)`` where ``m2 = Σ (x − mean)²``;
+:func:`moments` is the one every layer of normlib uses: ``(μ, σ²)`` over given axes, kept as
+size-1 axes so they broadcast. The functions of the table below return :class:`Moments`
+``(count, mean, m2)`` where ``m2 = Σ (x − mean)²``;
 ``.var()`` divides by ``count`` (population variance, what normalization layers use) and
 ``.var(correction=1)`` by ``count − 1`` (the sample variance, what ``running_var`` stores).
 
@@ -100,7 +102,7 @@ def _count(x: Tensor, dims: Tuple[int, ...]) -> int:
 
 
 def two_pass(x: Tensor, dim: Dim = None) -> Moments:
-    """Mean first, then the sum of squared deviations from it. Stable; the one normlib uses.
+    """Mean first, then the sum of squared deviations from it (:func:`moments`). Stable.
 
     >>> m = two_pass(torch.tensor([1.0, 10.0, 100.0]))
     >>> m.count, m.mean, m.var()
