@@ -145,3 +145,18 @@ def test_first_cell_installs_normlib_only_where_it_is_missing(name):
     calls = run_cell(importable=False)
     assert len(calls) == 1, calls
     assert calls[0][1:4] == ["-m", "pip", "install"] and f"normlib[book] @ git+{url}" in calls[0], calls[0]
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.mark.parametrize("path", sorted(KO.glob("*.ipynb")) + sorted(EN.glob("*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_widget_shown_has_its_state_stored(path):
+    """The book's explorers work without a kernel only if the notebook stores every shown widget's
+    state (Jupyter Book embeds metadata.widgets): a rebuild that dropped it broke them once."""
+    nb = nbformat.read(path, as_version=4)
+    shown = {o.data[WIDGET_VIEW]["model_id"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             if o.output_type in ("display_data", "execute_result") and WIDGET_VIEW in o.get("data", {})}
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    missing = sorted(shown - set(state))
+    assert not missing, f"{path.name} shows {len(shown)} widgets, {len(missing)} without stored state: run make chapters"

@@ -164,11 +164,15 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
 
 def keep_outputs(new: nbformat.NotebookNode, old: nbformat.NotebookNode) -> bool:
     """When ``new`` has exactly ``old``'s code cells (same sources, same tags), give it ``old``'s
-    outputs, so a change to the prose alone (or a library link) needs no re-execution. Returns
-    whether it did."""
+    outputs and what execution stored in the notebook's metadata (the widgets' state, which the
+    book's static explorers need), so a change to the prose alone (or a library link) needs no
+    re-execution. Returns whether it did."""
     code = lambda nb: [(c.source, c.metadata.get("tags", [])) for c in nb.cells if c.cell_type == "code"]
     if code(new) != code(old):
         return False
+    for key, value in old.metadata.items():   # what execution stored: the widgets' state, language_info
+        if key != "kernelspec":
+            new.metadata[key] = value
     fresh = [c for c in new.cells if c.cell_type == "code"]
     for cell, executed in zip(fresh, (c for c in old.cells if c.cell_type == "code")):
         cell.outputs, cell.execution_count = executed.outputs, executed.execution_count
