@@ -1,7 +1,7 @@
 """The book's running example: one table of 4 samples (A–D) × 3 features.
 
 Every chapter normalizes this same table, so a reader can compare methods number by number.
-Feature 1 is 2, 4, 6, 8 and sample A is 2, 3, 4 (the worked numbers of the source lessons);
+Feature 1 is 2, 4, 6, 8 and sample A is 2, 3, 4 (the numbers introductory lessons work by hand);
 the other cells were chosen so that normalizing by column (BatchNorm) and by row (LayerNorm)
 give visibly different tables: the three features live on different scales.
 
