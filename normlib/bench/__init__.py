@@ -21,7 +21,7 @@ names below; ``import normlib`` does not import this package.
 from .graphs import graph_breaks
 from .machine import copy_bandwidth, keep_freed_memory, machine_info, matmul_gflops, peak_memory
 from .plots import plot, roofline
-from .report import Results, Row, load, markdown_table, targets, targets_markdown
+from .report import Results, Row, last_run, load, markdown_table, targets, targets_markdown
 from .suite import compare, measure, run
 from .variants import MODES, OPS, SMALL_SIZES, VARIANTS
 from .work import FLOPS_PER_ELEMENT, PASSES, minimal_bytes
@@ -30,6 +30,6 @@ __all__ = [
     "OPS", "VARIANTS", "MODES", "PASSES", "FLOPS_PER_ELEMENT", "SMALL_SIZES",
     "Row", "Results",
     "minimal_bytes", "copy_bandwidth", "keep_freed_memory", "matmul_gflops", "peak_memory", "machine_info", "graph_breaks",
-    "measure", "compare", "run", "load",
+    "measure", "compare", "run", "load", "last_run",
     "markdown_table", "targets", "targets_markdown", "plot", "roofline",
 ]

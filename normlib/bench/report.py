@@ -11,6 +11,7 @@ import json
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .machine import MiB
@@ -89,6 +90,25 @@ def load(path) -> Results:
     it to show the last full run and say when and where it was made."""
     with open(path, encoding="utf-8") as f:
         return Results.from_json(f.read())
+
+
+RESULTS = "benchmarks/results/normalization.json"   # where `make bench` writes its last run
+
+
+def last_run(start=None) -> Optional[Results]:
+    """The last ``make bench`` run, from :data:`RESULTS` in ``start`` (default: the working folder)
+    or the nearest folder above it that has one (a chapter runs in ``chapters/ko``); ``None``
+    outside the book's repository. Its numbers are medians of many repeats, measured once and
+    committed: a chapter quotes them instead of timing on a machine whose load it cannot know.
+
+    >>> last_run("/") is None or isinstance(last_run("/"), Results)
+    True
+    """
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / RESULTS).exists():
+            return load(folder / RESULTS)
+    return None
 
 
 def shape_label(shape: Sequence[int]) -> str:
