@@ -39,14 +39,24 @@ def test_every_toc_page_is_built(built_book):
 
 
 def chapter_pages(built_book):
-    return sorted((built_book / "chapters").glob("*/*.html"))
+    """The chapters' pages: one per notebook (each language's references page is Markdown)."""
+    return sorted(p for p in (built_book / "chapters").glob("*/*.html") if p.with_suffix(".ipynb").name
+                  in {n.name for n in (ROOT / "chapters" / p.parent.name).glob("*.ipynb")})
+
+
+def test_each_language_has_a_bibliography_page_that_the_chapters_cite(built_book):
+    for lang, title in (("ko", "참고 문헌"), ("en", "References")):
+        page = (built_book / "chapters" / lang / "references.html").read_text(encoding="utf-8")
+        assert title in page and "Ioffe" in page and "Szegedy" in page, f"{lang}/references.html"
+        cited = (built_book / "chapters" / lang / "03_batchnorm.html").read_text(encoding="utf-8")
+        assert 'href="references.html#' in cited, f"{lang}/03_batchnorm.html cites nothing in references.html"
 
 
 def test_chapter_pages_carry_their_outputs(built_book):
     html = article((built_book / "chapters" / "en" / "03_batchnorm.html").read_text(encoding="utf-8"))
     assert "max abs difference normlib vs nn.BatchNorm1d" in html   # the stored outputs made it in
     html_ko = article((built_book / "chapters" / "ko" / "03_batchnorm.html").read_text(encoding="utf-8"))
-    assert "배치 정규화" in html_ko and "누적 통계" in html_ko
+    assert "배치 정규화" in html_ko and "이동 통계" in html_ko
 
 
 def notebook_figures(path: Path) -> list[str]:
@@ -73,7 +83,7 @@ def page_figures(html: str) -> list[tuple[str, str]]:
 
 def test_every_chapter_page_has_math_and_the_figures_of_its_notebook_with_their_captions(built_book):
     pages = chapter_pages(built_book)
-    expected = sorted(name for name in toc_docnames() if name.startswith("chapters/"))
+    expected = sorted(name for name in toc_docnames() if name.startswith("chapters/") and not name.endswith("/references"))
     assert [f"chapters/{p.parent.name}/{p.stem}" for p in pages] == expected, [p.name for p in pages]
     for page in pages:
         html = page.read_text(encoding="utf-8")

@@ -215,3 +215,32 @@ def test_what_a_chapter_links_to_names_that_chapter():
             assert number in named, f"{stem} links to normlib.{target}, whose docstring names chapters {sorted(named)}"
             checked += 1
     assert checked >= 8, f"only {checked} library links in the chapters"
+
+
+def _bibliography_keys() -> set[str]:
+    import pybtex.database
+
+    return set(pybtex.database.parse_file(str(ROOT / "references.bib")).entries)
+
+
+def test_every_chapter_cites_and_every_citation_is_in_the_bibliography():
+    keys = _bibliography_keys()
+    for stem in STEMS:
+        cited = [k.strip() for m in build_chapters.CITATION.finditer((build_chapters.SRC / f"{stem}.md").read_text(encoding="utf-8"))
+                 for k in m.group(2).split(",")]
+        assert cited, f"{stem} cites no paper"
+        unknown = sorted(set(cited) - keys)
+        assert not unknown, f"{stem} cites {unknown}, not in references.bib"
+
+
+@pytest.mark.parametrize("lang", build_chapters.LANGS)
+def test_each_language_cites_into_its_own_bibliography_page(lang):
+    page = (ROOT / "chapters" / lang / "references.md").read_text(encoding="utf-8")
+    assert f":keyprefix: {lang}-" in page and "{bibliography}" in page
+    assert f"chapters/{lang}/references" in (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    for stem in STEMS:
+        markdown = "\n".join(c.source for c in nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4).cells
+                             if c.cell_type == "markdown")
+        keys = [k for m in build_chapters.CITATION.finditer(markdown) for k in m.group(2).split(",")]
+        assert keys and all(k.startswith(f"{lang}-") for k in keys), f"{lang}/{stem}: {keys}"
+    assert build_chapters.cite_in("x {cite:p}`a2000,b2001` y {cite}`c`", "ko") == "x {cite:p}`ko-a2000,ko-b2001` y {cite}`ko-c`"

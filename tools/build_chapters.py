@@ -30,6 +30,9 @@ cell). The chapters' block kinds:
 Two code cells open every notebook, after its title block: the install cell (removed from the HTML
 book, tag ``remove-cell``) and the setup cell.
 
+A citation ``{cite:p}`ioffe2015``` (a key of references.bib) becomes ``{cite:p}`ko-ioffe2015``` in
+the Korean notebook and ``en-…`` in the English one: each language has its bibliography page.
+
 In Markdown, a link to ``normlib:<module>.<name>`` (``[layer_norm](normlib:functional.layer_norm)``)
 becomes a link to the line of the repository's source where ``<name>`` is defined, so a chapter
 points at the library code it derives. tests/test_chapter_sources.py fails when the library has
@@ -75,6 +78,7 @@ def _one_language(options: list[str]) -> str | None:
 KINDS = {"ko": count(0), "en": count(0), "setup": count(0), "code": any_options, "solution": any_options,
          "caption": _one_language, "alt": _one_language}
 LIBRARY_LINK = re.compile(r"\]\(normlib:([\w.]+)\)")
+CITATION = re.compile(r"\{cite(:\w+)?\}`([^`]+)`")
 
 
 def library_url(target: str) -> str:
@@ -95,6 +99,20 @@ def library_url(target: str) -> str:
 
 def link_library(markdown: str) -> str:
     return LIBRARY_LINK.sub(lambda m: f"]({library_url(m.group(1))})", markdown)
+
+
+def cite_in(markdown: str, lang: str) -> str:
+    """``{cite:p}`ioffe2015``` → ``{cite:p}`ko-ioffe2015```: each language's pages cite into that
+    language's bibliography page (chapters/<lang>/references.md, ``:keyprefix: <lang>-``)."""
+    def prefix(m):
+        keys = ",".join(f"{lang}-{key.strip()}" for key in m.group(2).split(","))
+        return f"{{cite{m.group(1) or ''}}}`{keys}`"
+    return CITATION.sub(prefix, markdown)
+
+
+def markdown_for(body: str, lang: str) -> str:
+    """A Markdown block as the notebook shows it: library links and citations resolved."""
+    return cite_in(link_library(body), lang)
 
 
 def parse(text: str, name: str) -> list[dict]:
@@ -121,11 +139,11 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
                     raise SourceError(f"{stem}: the first {lang} block must start with a '# ' title")
                 lines.insert(1, f"\n[{label} →](../{other}/{stem}.ipynb)")
                 body = "\n".join(lines)
-                cells.append(nbformat.v4.new_markdown_cell(link_library(body)))
+                cells.append(nbformat.v4.new_markdown_cell(markdown_for(body, lang)))
                 cells.append(install_cell())
                 titled = True
                 continue
-            cells.append(nbformat.v4.new_markdown_cell(link_library(body)))
+            cells.append(nbformat.v4.new_markdown_cell(markdown_for(body, lang)))
         elif kind == "setup":
             if not titled or set_up or last_code is not None:
                 raise SourceError(f"{stem}:{b['line']}: one setup block, the first code block, after the title block")
