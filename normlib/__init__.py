@@ -6,7 +6,8 @@ tensor([[-1.2247,  0.0000,  1.2247]])
 
 Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib.stats`
 (``moments``, the two-pass mean and variance every layer uses, and the other ways of chapter 2),
-:mod:`normlib.checks` (every argument check), :mod:`normlib.functional` (the formulas),
+:mod:`normlib.checks` (every argument check; :mod:`normlib.messages` explains errors in English
+or Korean: ``normlib.set_language("ko")``), :mod:`normlib.functional` (the formulas),
 :mod:`normlib.modules` (the layers, drop-in for ``torch.nn``), :mod:`normlib.autograd`
 (LayerNorm, RMSNorm and BatchNorm with backward passes derived by hand) and
 :mod:`normlib.distributed` (BatchNorm with statistics synchronized across processes).
@@ -15,6 +16,7 @@ Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib
 from . import autograd, axes, checks, distributed, functional, stats
 from .axes import NormInputError
 from .checks import NormDtypeError
+from .messages import language, set_language, speaking
 from .modules import (
     BatchNorm1d,
     BatchNorm2d,
@@ -31,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "autograd", "axes", "checks", "distributed", "functional", "stats", "NormInputError", "NormDtypeError",
+    "set_language", "language", "speaking",
     "LayerNorm", "RMSNorm", "GroupNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from . import axes
 from .axes import NormInputError, ShapeLike, Sharing, _fmt
+from .messages import say
 
 __all__ = ["NormDtypeError", "layer_norm", "rms_norm", "batch_norm", "batch_norm_eval", "instance_norm",
            "group_norm"]
@@ -65,25 +66,29 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     momentum = _momentum(name, momentum)
     # PyTorch (2.13) refuses these eps values; so does normlib.
     if training and eps <= 0:
-        raise NormInputError(f"{name} eps must be positive during training, but got {eps}: {name} in training "
-                             f"mode expects eps > 0 (a batch whose values are all equal has variance 0)")
+        raise NormInputError(f"{name} eps must be positive during training, but got {eps}: " + say(
+            en=f"{name} in training mode expects eps > 0 (a batch whose values are all equal has variance 0)",
+            ko=f"학습 모드의 {name}에는 eps > 0이 필요합니다(값이 모두 같은 배치는 분산이 0입니다)"))
     if eps < 0:
-        raise NormInputError(f"{name} eps must be non-negative, but got {eps}: {name} expects eps >= 0, "
-                             f"it is added to the variance under a square root")
+        raise NormInputError(f"{name} eps must be non-negative, but got {eps}: " + say(
+            en=f"{name} expects eps >= 0, it is added to the variance under a square root",
+            ko=f"{name}의 eps는 제곱근 안에서 분산에 더해지므로 0 이상이어야 합니다"))
     if local_count and input.dim() == 1 and input.numel() == 0:
         return None, momentum
     s = axes.batch_norm_axes(input.shape)
     if not local_count and input.shape[1] == 0:
-        raise NormInputError(f"{name} needs at least one channel, but got an input of shape {_fmt(input.shape)}")
+        raise NormInputError(say(en=f"{name} needs at least one channel, but got an input of shape {_fmt(input.shape)}",
+                                 ko=f"{name}에는 채널이 하나 이상 필요한데, 모양 {_fmt(input.shape)}인 입력을 받았습니다"))
     _channel_params(name, input, True, _channel_words, running_mean=running_mean, running_var=running_var,
                     weight=weight, bias=bias)
     if training and local_count and s.count == 1:
         raise NormInputError(
-            f"Expected more than 1 value per channel when training, got input size {input.shape}: "
-            f"in training mode batch_norm computes each channel's variance over its N × spatial values, "
-            f"and an input of shape {_fmt(input.shape)} has 1. Use a larger batch, or evaluation mode, "
-            f"which uses the running statistics."
-        )
+            f"Expected more than 1 value per channel when training, got input size {input.shape}: " + say(
+                en=f"in training mode batch_norm computes each channel's variance over its N × spatial values, "
+                   f"and an input of shape {_fmt(input.shape)} has 1. Use a larger batch, or evaluation mode, "
+                   f"which uses the running statistics.",
+                ko=f"학습 모드의 batch_norm은 채널마다 N × 공간의 값들로 분산을 구하는데, 모양 {_fmt(input.shape)}인 "
+                   f"입력에는 채널마다 값이 1개뿐입니다. 배치를 키우거나, 이동 통계를 쓰는 평가 모드로 바꾸세요."))
     if not training:
         batch_norm_eval(running_mean, running_var)
     return s, momentum
@@ -94,10 +99,13 @@ def batch_norm_eval(running_mean: Optional[Tensor], running_var: Optional[Tensor
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is None:
             raise NormInputError(
-                f"{name} must be defined in evaluation mode: batch_norm with training=False normalizes with "
-                f"running_mean and running_var, but got running_mean={_given(running_mean)} and "
-                f"running_var={_given(running_var)}; pass both, or training=True"
-            )
+                f"{name} must be defined in evaluation mode: " + say(
+                    en=f"batch_norm with training=False normalizes with running_mean and running_var, but got "
+                       f"running_mean={_given(running_mean)} and running_var={_given(running_var)}; pass both, "
+                       f"or training=True",
+                    ko=f"training=False인 batch_norm은 running_mean과 running_var로 정규화하는데, "
+                       f"running_mean={_given(running_mean)}, running_var={_given(running_var)}을(를) 받았습니다. "
+                       f"둘 다 주거나 training=True로 부르세요"))
 
 
 def instance_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
@@ -109,11 +117,13 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Op
         _running_pair("instance_norm", running_mean, running_var)
         if math.prod(input.shape[2:]) == 1:
             raise NormInputError(
-                f"Expected more than 1 spatial element when training, got input size {input.shape}: "
-                f"with use_input_stats=True instance_norm computes each channel's variance over the "
-                f"spatial elements of one sample, and an input of shape {_fmt(input.shape)} has 1; "
-                f"expected (N, C, L) or (N, C, H, W, …) with L (or H·W·…) > 1"
-            )
+                f"Expected more than 1 spatial element when training, got input size {input.shape}: " + say(
+                    en=f"with use_input_stats=True instance_norm computes each channel's variance over the "
+                       f"spatial elements of one sample, and an input of shape {_fmt(input.shape)} has 1; "
+                       f"expected (N, C, L) or (N, C, H, W, …) with L (or H·W·…) > 1",
+                    ko=f"use_input_stats=True인 instance_norm은 샘플 하나의 채널마다 공간 원소들로 분산을 구하는데, "
+                       f"모양 {_fmt(input.shape)}인 입력에는 1개뿐입니다. L(또는 H·W·…)이 1보다 큰 "
+                       f"(N, C, L)이나 (N, C, H, W, …)를 주세요"))
     s = axes.instance_norm_axes(input.shape)
     _channel_params("instance_norm", input, True, _channel_words, running_mean=running_mean, running_var=running_var,
                     weight=weight, bias=bias)
@@ -122,11 +132,13 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Op
     momentum = _momentum("instance_norm", momentum)
     if not use_input_stats and (running_mean is None or running_var is None):
         raise NormInputError(
-            "Expected running_mean and running_var to be defined when use_input_stats is false: "
-            "instance_norm with use_input_stats=False normalizes with running_mean and running_var, "
-            f"but got running_mean={_given(running_mean)} and running_var={_given(running_var)}; pass "
-            "both, or use_input_stats=True"
-        )
+            "Expected running_mean and running_var to be defined when use_input_stats is false: " + say(
+                en=f"instance_norm with use_input_stats=False normalizes with running_mean and running_var, "
+                   f"but got running_mean={_given(running_mean)} and running_var={_given(running_var)}; pass "
+                   f"both, or use_input_stats=True",
+                ko=f"use_input_stats=False인 instance_norm은 running_mean과 running_var로 정규화하는데, "
+                   f"running_mean={_given(running_mean)}, running_var={_given(running_var)}을(를) 받았습니다. "
+                   f"둘 다 주거나 use_input_stats=True로 부르세요"))
     return s, momentum
 
 
@@ -138,10 +150,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor], bias: O
     if input.shape[0] * s.view_shape[2] * math.prod(input.shape[2:]) == 1:
         # PyTorch refuses a single sample whose groups hold one value each (its variance is 0/0 … or 0).
         raise NormInputError(
-            f"Expected more than 1 value per channel when training, got input size {_size_list(input.shape)}: "
-            f"group_norm needs more than one value per group for a batch of one sample, but got an "
-            f"input of shape {_fmt(input.shape)} with num_groups={num_groups}: each group holds 1 value"
-        )
+            f"Expected more than 1 value per channel when training, got input size {_size_list(input.shape)}: " + say(
+                en=f"group_norm needs more than one value per group for a batch of one sample, but got an "
+                   f"input of shape {_fmt(input.shape)} with num_groups={num_groups}: each group holds 1 value",
+                ko=f"샘플이 하나뿐인 배치에서 group_norm은 그룹마다 값이 둘 이상 필요한데, 모양 {_fmt(input.shape)}인 "
+                   f"입력과 num_groups={num_groups}에서는 그룹마다 값이 1개뿐입니다"))
     return s
 
 
@@ -157,20 +170,22 @@ def _size_list(shape) -> str:
 
 
 def _given(t: Optional[Tensor]) -> str:
-    return "None" if t is None else "a tensor"
+    return "None" if t is None else say(en="a tensor", ko="텐서")
 
 
 def _floating(name: str, input: Tensor, kernel: str) -> None:
     """A tensor of a floating dtype; ``kernel`` is the name torch's message gives the refusing kernel."""
     if not isinstance(input, Tensor):
-        raise NormDtypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}: "
-                             f"{name} expects a torch.Tensor as input, got {type(input).__name__}")
+        raise NormDtypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}: " + say(
+            en=f"{name} expects a torch.Tensor as input, got {type(input).__name__}",
+            ko=f"{name}의 입력은 torch.Tensor여야 하는데 {type(input).__name__}을(를) 받았습니다"))
     if not input.is_floating_point():
         raise NormDtypeError(
-            f'"{kernel}" not implemented for \'{_dtype_name(input)}\': '
-            f"{name} expects a floating-point input (float16, bfloat16, float32 or float64), "
-            f"but got an input of dtype {input.dtype}; convert it first, e.g. x.float()"
-        )
+            f'"{kernel}" not implemented for \'{_dtype_name(input)}\': ' + say(
+                en=f"{name} expects a floating-point input (float16, bfloat16, float32 or float64), "
+                   f"but got an input of dtype {input.dtype}; convert it first, e.g. x.float()",
+                ko=f"{name}의 입력은 부동소수점(floating-point: float16, bfloat16, float32, float64)이어야 하는데 "
+                   f"dtype이 {input.dtype}인 입력을 받았습니다. x.float()처럼 먼저 바꾸세요"))
 
 
 def _trailing(name: str, method: str, kernel: str, input: Tensor, normalized_shape: ShapeLike,
@@ -179,7 +194,8 @@ def _trailing(name: str, method: str, kernel: str, input: Tensor, normalized_sha
     s = axes.layer_norm_axes(input.shape, normalized_shape, method=method)
     pooled = tuple(input.shape[a] for a in s.axes)   # = normalized_shape
     for param, t in params.items():
-        _param(name, param, t, pooled, "the normalized_shape", input.shape, _trailing_words)
+        _param(name, param, t, pooled, say(en="the normalized_shape", ko="끝 차원들(normalized_shape)"), input.shape,
+               _trailing_words)
     return s.axes
 
 
@@ -206,25 +222,28 @@ def _param(fn: str, name: str, t: Optional[Tensor], expected: Tuple[int, ...], w
     ok = t.numel() == expected[0] if by_numel else tuple(t.shape) == expected
     if not ok:
         raise NormInputError(
-            f"{torch_words(name, t, expected, input_shape)}. {fn}: {name} should have shape "
-            f"{_fmt(expected)} ({why} of an input of shape {_fmt(input_shape)}), but got {name} of shape "
-            f"{_fmt(t.shape)}"
-        )
+            f"{torch_words(name, t, expected, input_shape)}. {fn}: " + say(
+                en=f"{name} should have shape {_fmt(expected)} ({why} of an input of shape {_fmt(input_shape)}), "
+                   f"but got {name} of shape {_fmt(t.shape)}",
+                ko=f"모양 {_fmt(input_shape)}인 입력의 {why}에 맞춰 {name}의 모양은 {_fmt(expected)}여야 하는데, "
+                   f"모양 {_fmt(t.shape)}인 {name}을(를) 받았습니다"))
 
 
 def _channel_params(fn: str, input: Tensor, by_numel: bool, torch_words, **params: Optional[Tensor]) -> None:
     c = input.shape[1]
     for name, t in params.items():
-        _param(fn, name, t, (c,), "one value per channel", input.shape, torch_words, by_numel)
+        _param(fn, name, t, (c,), say(en="one value per channel", ko="채널마다 값 하나"), input.shape, torch_words,
+               by_numel)
 
 
 def _momentum(fn: str, momentum) -> float:
     if momentum is None or isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
         raise TypeError(
-            f"{fn}(): argument 'momentum' (position 7) must be float, not {type(momentum).__name__}: "
-            f"{fn}: momentum must be a float, got {momentum!r}. (momentum=None, the cumulative "
-            f"average, is a module option: the module passes 1/num_batches_tracked here.)"
-        )
+            f"{fn}(): argument 'momentum' (position 7) must be float, not {type(momentum).__name__}: " + say(
+                en=f"{fn}: momentum must be a float, got {momentum!r}. (momentum=None, the cumulative "
+                   f"average, is a module option: the module passes 1/num_batches_tracked here.)",
+                ko=f"{fn}의 momentum은 실수여야 하는데 {momentum!r}을(를) 받았습니다. (momentum=None, 곧 누적 평균은 "
+                   f"모듈의 옵션입니다. 모듈이 여기에 1/num_batches_tracked를 넘깁니다.)"))
     return float(momentum)
 
 
@@ -232,10 +251,11 @@ def _running_pair(fn: str, running_mean: Optional[Tensor], running_var: Optional
     """Normalizing with the batch's statistics updates both running statistics or neither."""
     if (running_mean is None) != (running_var is None):
         raise NormInputError(
-            f"running_mean and running_var must either both be None or neither be None: {fn} updates both "
-            f"running statistics from the batch, but got running_mean={_given(running_mean)} and "
-            f"running_var={_given(running_var)}"
-        )
+            "running_mean and running_var must either both be None or neither be None: " + say(
+                en=f"{fn} updates both running statistics from the batch, but got running_mean={_given(running_mean)} "
+                   f"and running_var={_given(running_var)}",
+                ko=f"{fn}은(는) 배치로 이동 통계 둘을 함께 갱신하는데, running_mean={_given(running_mean)}, "
+                   f"running_var={_given(running_var)}을(를) 받았습니다"))
 
 
 def _running_not_differentiated(fn: str, input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
@@ -252,16 +272,19 @@ def _running_not_differentiated(fn: str, input: Tensor, weight: Optional[Tensor]
             if t is not None and t.requires_grad:
                 raise NormInputError(
                     f"The function '{fn}' is not differentiable with respect to argument '{name}'. This input "
-                    f"cannot have requires_grad True: the running statistics are buffers that training "
-                    f"updates, not parameters; pass {name}.detach()"
-                )
+                    f"cannot have requires_grad True: " + say(
+                        en=f"the running statistics are buffers that training updates, not parameters; "
+                           f"pass {name}.detach()",
+                        ko=f"이동 통계는 학습이 갱신하는 버퍼이지 파라미터가 아닙니다. {name}.detach()를 넘기세요"))
     if uses_running:
         # (unpack_dual gives no tangent outside forward-mode AD)
         has_tangent = lambda t: t is not None and fwAD.unpack_dual(t).tangent is not None
         tangents = [name for name, t in stats if has_tangent(t)]
         if tangents and any(has_tangent(t) for t in (input, weight, bias)):
             raise NormInputError(
-                f"batch_norm is not differentiable wrt running_mean and running_var, they cannot have forward "
-                f"grad defined: {fn} normalizes with the running statistics here, but got a tangent "
-                f"(forward-mode derivative) on {' and '.join(tangents)}"
-            )
+                "batch_norm is not differentiable wrt running_mean and running_var, they cannot have forward "
+                "grad defined: " + say(
+                    en=f"{fn} normalizes with the running statistics here, but got a tangent "
+                       f"(forward-mode derivative) on {' and '.join(tangents)}",
+                    ko=f"여기서 {fn}은(는) 이동 통계로 정규화하는데, {', '.join(tangents)}에 "
+                       f"탄젠트(forward-mode 도함수)가 붙어 있습니다"))

@@ -51,6 +51,7 @@ from . import checks, modules
 from . import functional as F
 from .axes import NormInputError, _fmt, channel_view
 from .functional import _affine, _opmath, _update_running
+from .messages import say
 from .stats import Moments, merge_all, moments
 
 __all__ = [
@@ -241,11 +242,12 @@ def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: 
         total = merge_all(gather_moments(local_moments(input), process_group))
     # the one check that needs every process's count: made after the exchange, by every process alike
     if total.count == 1:
-        raise NormInputError(
-            f"sync_batch_norm in training mode needs more than 1 value per channel over all "
-            f"{dist.get_world_size(_group(process_group))} processes, but they hold 1 in all "
-            f"(this process's input has shape {_fmt(input.shape)})"
-        )
+        world = dist.get_world_size(_group(process_group))
+        raise NormInputError(say(
+            en=f"sync_batch_norm in training mode needs more than 1 value per channel over all {world} processes, "
+               f"but they hold 1 in all (this process's input has shape {_fmt(input.shape)})",
+            ko=f"학습 모드의 sync_batch_norm은 프로세스 {world}개를 통틀어 채널마다 값이 둘 이상 필요한데, "
+               f"모두 합쳐 1개뿐입니다(이 프로세스의 입력 모양은 {_fmt(input.shape)})"))
     if total.count > 1:    # (every slice empty: nothing to learn from, as batch_norm on an empty batch)
         _update_running(running_mean, total.mean, momentum)
         _update_running(running_var, total.var(correction=1), momentum)
@@ -283,11 +285,15 @@ class SyncBatchNorm(modules._BatchNorm):
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() < 2:
-            raise NormInputError(f"SyncBatchNorm expects an input of at least 2 dimensions (N, C, *), "
-                                 f"but got a {input.dim()}D input of shape {_fmt(input.shape)}")
+            raise NormInputError(say(
+                en=f"SyncBatchNorm expects an input of at least 2 dimensions (N, C, *), but got a {input.dim()}D "
+                   f"input of shape {_fmt(input.shape)}",
+                ko=f"SyncBatchNorm의 입력은 차원이 2개 이상인 (N, C, *)여야 하는데, 모양 {_fmt(input.shape)}인 "
+                   f"{input.dim()}D 입력을 받았습니다"))
         if input.shape[1] == 0:
-            raise NormInputError(f"SyncBatchNorm needs at least one channel (dim 1), but got an input "
-                                 f"of shape {_fmt(input.shape)}")
+            raise NormInputError(say(
+                en=f"SyncBatchNorm needs at least one channel (dim 1), but got an input of shape {_fmt(input.shape)}",
+                ko=f"SyncBatchNorm에는 채널(dim 1)이 하나 이상 필요한데, 모양 {_fmt(input.shape)}인 입력을 받았습니다"))
 
     def forward(self, input: Tensor) -> Tensor:
         args = self._count_batch_and_arguments(input)
@@ -310,7 +316,9 @@ class SyncBatchNorm(modules._BatchNorm):
         SyncBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
         """
         if not isinstance(module, nn.Module):
-            raise TypeError(f"convert_sync_batchnorm expects a torch.nn.Module, got {type(module).__name__}")
+            raise TypeError(say(en=f"convert_sync_batchnorm expects a torch.nn.Module, got {type(module).__name__}",
+                                ko=f"convert_sync_batchnorm에는 torch.nn.Module을 주어야 하는데 "
+                                   f"{type(module).__name__}을(를) 받았습니다"))
         if _is_batch_norm(module) and not isinstance(module, cls):
             converted = cls(module.num_features, module.eps, module.momentum, module.affine,
                             module.track_running_stats, process_group, bias=module.bias is not None)

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from . import functional as F
 from .axes import NormInputError, ShapeLike, as_normalized_shape
+from .messages import say
 
 __all__ = [
     "LayerNorm", "RMSNorm", "GroupNorm",
@@ -136,16 +137,18 @@ class GroupNorm(nn.Module):
         # As torch.nn: divisibility is checked here (num_groups=0 divides by zero), a negative
         # num_groups when the layer runs (normlib.axes.group_norm_axes, through normlib.checks).
         if num_groups == 0:
-            raise ZeroDivisionError(
-                f"integer modulo by zero: GroupNorm splits num_channels={num_channels} into num_groups "
-                f"groups of equal size, so it needs num_groups >= 1, but got num_groups=0"
-            )
+            raise ZeroDivisionError("integer modulo by zero: " + say(
+                en=f"GroupNorm splits num_channels={num_channels} into num_groups groups of equal size, so it "
+                   f"needs num_groups >= 1, but got num_groups=0",
+                ko=f"GroupNorm은 num_channels={num_channels}를 같은 크기의 그룹 num_groups개로 나누므로 "
+                   f"num_groups >= 1이어야 하는데 num_groups=0을 받았습니다"))
         if num_channels % num_groups != 0:
             raise NormInputError(
-                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups}): GroupNorm "
-                f"splits the channels into groups of equal size, but got num_channels={num_channels} and "
-                f"num_groups={num_groups}"
-            )
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups}): " + say(
+                    en=f"GroupNorm splits the channels into groups of equal size, but got num_channels={num_channels} "
+                       f"and num_groups={num_groups}",
+                    ko=f"GroupNorm은 채널을 같은 크기의 그룹으로 나누는데, num_channels={num_channels}와 "
+                       f"num_groups={num_groups}를 받았습니다"))
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
@@ -208,9 +211,11 @@ class _NormBase(nn.Module):
         if input.dim() not in allowed:
             expected = " or ".join(f"{d}D" for d in allowed)
             raise NormInputError(
-                f"expected {expected} input (got {input.dim()}D input): {type(self).__name__} expects a "
-                f"{expected} input {self._layouts}, but got a {input.dim()}D input of shape {tuple(input.shape)}"
-            )
+                f"expected {expected} input (got {input.dim()}D input): " + say(
+                    en=f"{type(self).__name__} expects a {expected} input {self._layouts}, but got a "
+                       f"{input.dim()}D input of shape {tuple(input.shape)}",
+                    ko=f"{type(self).__name__}의 입력은 {expected} {self._layouts}여야 하는데, 모양 "
+                       f"{tuple(input.shape)}인 {input.dim()}D 입력을 받았습니다"))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -327,19 +332,23 @@ class _InstanceNorm(_NormBase):
             if self.affine:
                 raise NormInputError(
                     f"expected input's size at dim={dim} to match num_features ({self.num_features}), but "
-                    f"got: {input.size(dim)}. {type(self).__name__}({self.num_features}) has one γ and β per "
-                    f"channel: it expects {self.num_features} channels at dim {dim} of a {self._layouts} "
-                    f"input, but got an input of shape {tuple(input.shape)}"
-                )
+                    f"got: {input.size(dim)}. " + say(
+                        en=f"{type(self).__name__}({self.num_features}) has one γ and β per channel: it expects "
+                           f"{self.num_features} channels at dim {dim} of a {self._layouts} input, but got an "
+                           f"input of shape {tuple(input.shape)}",
+                        ko=f"{type(self).__name__}({self.num_features})는 채널마다 γ와 β가 하나씩이라 "
+                           f"{self._layouts} 입력의 dim {dim}에 채널 {self.num_features}개를 기대하는데, 모양 "
+                           f"{tuple(input.shape)}인 입력을 받았습니다"))
             # Without γ and β, num_features only sizes the running statistics (if any): as torch.nn,
             # a warning (and an error from instance_norm if running statistics are tracked).
-            warnings.warn(
-                f"input's size at dim={dim} does not match num_features ({self.num_features}): "
-                f"{type(self).__name__}({self.num_features}) got an input of shape {tuple(input.shape)}. "
-                f"With affine=False num_features sizes no γ or β (only the running statistics, if tracked), "
-                f"so every channel is normalized; set num_features={input.size(dim)} to silence this warning",
-                UserWarning, stacklevel=2,
-            )
+            warnings.warn(f"input's size at dim={dim} does not match num_features ({self.num_features}): " + say(
+                en=f"{type(self).__name__}({self.num_features}) got an input of shape {tuple(input.shape)}. With "
+                   f"affine=False num_features sizes no γ or β (only the running statistics, if tracked), so every "
+                   f"channel is normalized; set num_features={input.size(dim)} to silence this warning",
+                ko=f"{type(self).__name__}({self.num_features})가 모양 {tuple(input.shape)}인 입력을 받았습니다. "
+                   f"affine=False에서 num_features는 γ, β의 크기를 정하지 않으므로(이동 통계를 둘 때 그 크기만 정합니다) "
+                   f"모든 채널이 정규화됩니다. 이 경고를 없애려면 num_features={input.size(dim)}로 만드세요"),
+                UserWarning, stacklevel=2)
         if unbatched:
             input = input.unsqueeze(0)
         out = F.instance_norm(

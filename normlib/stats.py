@@ -42,6 +42,8 @@ from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
+from .messages import say
+
 __all__ = ["moments", "Moments", "two_pass", "naive", "welford", "merge", "merge_all", "chunked"]
 
 Dim = Optional[Union[int, Sequence[int]]]
@@ -187,7 +189,8 @@ def merge_all(parts: Iterable[Moments]) -> Moments:
     for part in parts:
         total = part if total is None else merge(total, part)
     if total is None:
-        raise ValueError("merge_all needs at least one Moments, got an empty iterable")
+        raise ValueError(say(en="merge_all needs at least one Moments, got an empty iterable",
+                             ko="merge_all에는 Moments가 하나 이상 필요한데 빈 iterable을 받았습니다"))
     return total
 
 
@@ -198,5 +201,6 @@ def chunked(x: Tensor, chunks: int, dim: int = 0) -> Moments:
     tensor(5.)
     """
     if chunks < 1:
-        raise ValueError(f"chunks must be a positive int, got {chunks}")
+        raise ValueError(say(en=f"chunks must be a positive int, got {chunks}",
+                             ko=f"chunks는 양의 int여야 하는데 {chunks}를 받았습니다"))
     return merge_all(two_pass(c, dim) for c in torch.tensor_split(x, chunks, dim=dim))

@@ -147,7 +147,8 @@ LAYERS = [normlib.LayerNorm, normlib.RMSNorm, normlib.GroupNorm, normlib.BatchNo
 def test_from_a_layers_forward_to_x_hat_is_one_jump():
     """Each layer's forward calls one normlib function, and that function computes x̂ itself."""
     for layer in LAYERS:
-        called = [f for f in called_functions(layer.forward) if f.__module__.startswith("normlib")]
+        called = [f for f in called_functions(layer.forward)   # (an error message's say() is no step of the maths)
+                  if f.__module__.startswith("normlib") and f.__module__ != "normlib.messages"]
         assert len(called) == 1, f"{layer.__name__}.forward calls {[f.__qualname__ for f in called]}"
         assert assigns_x_hat(called[0]), f"{called[0].__module__}.{called[0].__qualname__} does not compute x_hat"
 

@@ -30,14 +30,16 @@ def start(lang: str, threads: Optional[int] = 1) -> Callable[[str], str]:
 
     Seeds torch with 0 and uses ``threads`` CPU threads (one, so every number comes out the same
     on every machine; ``None`` leaves torch's own choice, for the chapter that measures speed);
-    sets matplotlib's fonts and style for ``lang`` (Korean needs a Hangul font). ``T(key)`` is
-    ``i18n.text(key, lang)``.
+    sets matplotlib's fonts and style for ``lang`` (Korean needs a Hangul font) and the language
+    normlib explains its errors in. ``T(key)`` is ``i18n.text(key, lang)``.
 
     In a chapter: ``T = book.start(LANG)``, then ``T("accuracy")`` is 정확도 on a Korean page.
     """
+    from .. import set_language
     from . import viz  # matplotlib: imported when a page starts, not by `import normlib.book`
 
     lang = i18n.check_lang(lang)
+    set_language(lang)  # normlib's errors explain themselves in the page's language
     torch.manual_seed(0)
     if threads is not None:
         torch.set_num_threads(threads)
