@@ -447,7 +447,7 @@ def test_axes_feedback(lang):
     error = failure(ex.check_axes, student, lang)
     message = str(error)
     assert set(error.diagnoses) == {"dim0", "batch_spatial", "layer_sample"}
-    wrong = [line for line in message.splitlines() if ("기대값" if lang == "ko" else "expected") in line]
+    wrong = [line for line in message.splitlines() if ("기댓값" if lang == "ko" else "expected") in line]
     assert len(wrong) == 3
     assert any("(B, L, D)" in line and "(0, 1)" in line for line in wrong)
     assert any("(N, C, H, W)" in line and "(0, 2, 3)" in line for line in wrong)
