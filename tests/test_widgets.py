@@ -282,3 +282,17 @@ def test_live_in_korean():
     viz.setup("ko")   # the Korean font, whichever test ran before (pytest -n 2 splits the order)
     ko = widgets.live_explorer("ko")
     assert has_hangul(ko.status.value) and has_hangul(ko.which.description)
+
+
+def test_pictures_are_shown_at_their_own_pixel_width():
+    """A picture stretched beyond its pixels blurs its text (the live explorer was shown at 2.5×)."""
+    import io
+
+    import PIL.Image
+
+    live = widgets.live_explorer("en")
+    width = PIL.Image.open(io.BytesIO(live.image.value)).width
+    assert live.image.layout.width == f"{width}px" and live.image.layout.max_width == "100%"
+    static = widgets.static_explorer("en", layouts=("table",))
+    leaf = static.leaves[0]
+    assert leaf.image.layout.width == f"{PIL.Image.open(io.BytesIO(leaf.image.value)).width}px"

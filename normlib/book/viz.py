@@ -18,6 +18,7 @@ and returns the data it coloured, so tests can check the picture against the ari
 from __future__ import annotations
 
 import importlib.util
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
@@ -148,8 +149,9 @@ def table_figure(
         shown = _F.batch_norm(x, None, None, training=True, eps=eps)
     else:
         shown = (_F.layer_norm if method == "layer" else _F.rms_norm)(x, (c,), eps=eps)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(0.9 * c + 1.2, 0.5 * n + 1.0))
+    own_figure = ax is None
+    if own_figure:
+        fig, ax = plt.subplots(figsize=(0.9 * c + 1.2, 0.5 * n + 1.3))
     else:
         fig = ax.figure
     for i in range(n):
@@ -168,7 +170,13 @@ def table_figure(
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_title(text(_SHARES[method], lang), fontsize=10, pad=22)
+    # wrapped to the table's width, and laid out inside the figure, so a saved picture (the static
+    # explorer's) keeps the whole title, not only a notebook's tightly cropped one
+    width = max(24, int(8 * c + 10)) if not any("\uac00" <= ch <= "\ud7a3" for ch in text(_SHARES[method], lang)) \
+        else max(14, int(5 * c + 8))
+    ax.set_title(textwrap.fill(text(_SHARES[method], lang), width), fontsize=10, pad=22)
+    if own_figure:
+        fig.tight_layout()
     return TableDrawing(fig=fig, groups=groups, values=shown.detach().clone())
 
 

@@ -90,7 +90,13 @@ def _png(fig, dpi: int, colours: Optional[int] = 32) -> bytes:
 
 
 def _image(png: bytes) -> W.Image:
-    return W.Image(value=png, format="png", layout=W.Layout(width="auto", max_width="100%"))
+    """The picture shown at its own pixel width (never stretched, which blurs its text; narrower
+    on a phone: max_width)."""
+    return W.Image(value=png, format="png", layout=W.Layout(width=_pixel_width(png), max_width="100%"))
+
+
+def _pixel_width(png: bytes) -> str:
+    return f"{PIL.Image.open(io.BytesIO(png)).width}px" if png else "auto"
 
 
 def _method_label(method: str, lang: str) -> str:
@@ -288,7 +294,8 @@ class LiveExplorer(W.VBox):
         else:
             self.last_error = None
         drawing = viz.block_figure(shape, method, self.lang, num_groups=g, which=self.which.value)
-        self.image.value = _png(drawing.fig, self.dpi, colours=None)  # fast: one picture at a time
+        picture = _png(drawing.fig, self.dpi, colours=None)  # fast: one picture at a time
+        self.image.value, self.image.layout.width = picture, _pixel_width(picture)
         self.status.value = self._report(x, y, drawing.highlighted.reshape(shape))
 
     def _report(self, x: torch.Tensor, y: Optional[torch.Tensor], mask: torch.Tensor) -> str:
