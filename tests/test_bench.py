@@ -193,6 +193,7 @@ def test_run_with_tiny_sizes_returns_every_row_and_reports_progress():
 
 
 def test_figures_have_a_panel_per_op_and_mode():
+    import matplotlib.legend
     import matplotlib.pyplot as plt
 
     rows = bench.compare("layer_norm", (4, 8), "forward", variants=("hand", "torch"), repeats=1)
@@ -202,6 +203,11 @@ def test_figures_have_a_panel_per_op_and_mode():
     plt.close(fig)
     fig = bench.roofline(rows, bandwidth=10.0, gflops=100.0)
     assert len(fig.axes[0].collections) == len(rows)
+    # the legends give every marker shape one meaning (an op): colours and modes are swatches
+    from matplotlib.lines import Line2D
+    legends = [a for a in fig.axes[0].get_children() if isinstance(a, matplotlib.legend.Legend)]
+    markers = [h.get_marker() for legend in legends for h in legend.legend_handles if isinstance(h, Line2D)]
+    assert markers and len(markers) == len(set(markers)), markers
     plt.close(fig)
 
 

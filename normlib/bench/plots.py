@@ -96,6 +96,7 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
     """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     colours = _colours()
     fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
@@ -126,10 +127,13 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
     ax.text(lo * 1.6, bandwidth * lo * 1.6 * 1.25, _label("memory_roof", lang).format(bw=bandwidth), fontsize=8,
             color="grey", rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor")
 
-    by_colour = ax.legend(handles=[key("o", _label(v, lang), colours[v]) for v in _present(VARIANTS, rows, "variant")],
-                          loc="lower right", fontsize=8)
+    # one meaning per mark: a marker's shape is an op, its colour a variant (colour swatches), and
+    # filled or hollow the mode (grey swatches): no marker stands for two things
+    by_colour = ax.legend(handles=[Patch(facecolor=colours[v], edgecolor=colours[v], label=_label(v, lang))
+                                   for v in _present(VARIANTS, rows, "variant")], loc="lower right", fontsize=8)
     ax.add_artist(by_colour)
     ax.legend(handles=[key(_MARKERS[op], _label(op, lang)) for op in _present(OPS, rows, "op")]
-              + [key("o", _label("forward", lang)), key("o", _label("forward+backward", lang), filled=False)],
+              + [Patch(facecolor="grey", edgecolor="grey", label=_label("forward", lang)),
+                 Patch(facecolor="none", edgecolor="grey", label=_label("forward+backward", lang))],
               loc="upper left", fontsize=8)
     return fig
