@@ -33,6 +33,7 @@ _PAIRS = {
     "with_layer": ("LayerNorm 사용", "with LayerNorm"),
     "last50_loss": ("마지막 50단계 평균 손실", "mean loss of the last 50 steps"),
     "gain": ("배율", "gain"),
+    "share_count": ("원소 {count}개가 원소 {element}의 통계를 함께 씁니다", "{count} elements share the statistic of element {element}"),
     "std_after_layers": ("1, 5, 10, 20층 뒤 표준편차:", "std after layer 1, 5, 10, 20:"),
     "cmp:summary": ("{name}: 학습 {train} | 평가 {eval} | state_dict 키 일치 {keys} | 값 차이 {values} | torch의 state_dict 불러오기 {loads}",
                     "{name}: train {train} | eval {eval} | state_dict keys equal {keys} | values {values} | loads torch's: {loads}"),
