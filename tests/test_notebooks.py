@@ -37,25 +37,49 @@ def code_cells(path: Path):
     return [c for c in nb.cells if c.cell_type == "code" and not LANG_CELL.match(c.source)]
 
 
-def _translation_pairs() -> list[tuple[str, str]]:
-    """(Korean, English) pieces of normlib.book.i18n's strings: the text between {placeholders}
-    of each pair, longest first, so a Korean output can be read back into English."""
-    pairs = []
-    for key, ko in i18n.STRINGS["ko"].items():
+PLACEHOLDER = re.compile(r"\{(\w+)(?:![rsa])?(?::[^{}]*)?\}")
+
+
+def _template(ko: str) -> re.Pattern:
+    """A Korean page string with {placeholders} as a regular expression that captures each value."""
+    pieces, pattern, seen = PLACEHOLDER.split(ko), "", set()
+    for index, piece in enumerate(pieces):
+        if index % 2 == 0:
+            pattern += re.escape(piece)
+        elif piece in seen:
+            pattern += f"(?P={piece})"
+        else:
+            last = index == len(pieces) - 2 and pieces[-1] == ""
+            pattern += f"(?P<{piece}>[^\n]+)" if last else f"(?P<{piece}>[^\n]+?)"
+            seen.add(piece)
+    return re.compile(pattern)
+
+
+def _translations():
+    """normlib.book.i18n's (Korean, English) pairs, longest Korean first: templates with
+    placeholders as (regex, English with bare placeholders), plain strings as they are."""
+    templates, plain = [], []
+    for key, ko in sorted(i18n.STRINGS["ko"].items(), key=lambda item: -len(item[1])):
         en = i18n.STRINGS["en"][key]
-        ko_parts, en_parts = re.split(r"\{\w+\}", ko), re.split(r"\{\w+\}", en)
-        if len(ko_parts) == len(en_parts):
-            pairs += [(k, e) for k, e in zip(ko_parts, en_parts) if k.strip() and k != e]
-    return sorted(set(pairs), key=lambda pair: -len(pair[0]))
+        if not has_hangul(ko) or ko == en:
+            continue
+        if PLACEHOLDER.search(ko):
+            templates.append((_template(ko), PLACEHOLDER.sub(r"{\1}", en)))
+        else:
+            plain.append((ko, en))
+    return templates, plain
 
 
-TRANSLATIONS = _translation_pairs()
+TEMPLATES, PLAIN = _translations()
 NUMBERS = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def in_english(text: str) -> str:
-    """A Korean page's printed text with the page strings (normlib.book.i18n) put back into English."""
-    for ko, en in TRANSLATIONS:
+    """A Korean page's printed text with the page strings (normlib.book.i18n) put back into English:
+    each template is matched with its values captured and written out in the English template."""
+    for pattern, en in TEMPLATES:
+        text = pattern.sub(lambda m, en=en: en.format(**m.groupdict()), text)
+    for ko, en in PLAIN:
         text = text.replace(ko, en)
     return text
 
