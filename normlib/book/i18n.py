@@ -66,6 +66,17 @@ _PAIRS = {
                     "{mode:5s} mode: one sample, two different batches, outputs differ by {diff:.3f}"),
     "data_mean": ("데이터 평균", "data mean"),
     "stale_off": ("뒤처진 이동 통계: 평가 출력이 최대 {diff:.3f} 어긋납니다", "stale running statistics: eval output off by up to {diff:.3f}"),
+    # chapter 1's printed lines
+    "shape_samples_features": ("모양: {shape} = (샘플, 특성)", "shape: {shape} = (samples, features)"),
+    "ln_one_sample": ("샘플 하나에 LayerNorm:", "LayerNorm on one sample:"),
+    "mean_real_tokens": ("진짜 토큰들에서 낸 특성 1의 평균:          ", "mean of feature 1 over the real tokens:     "),
+    "mean_bn_sees": ("BatchNorm이 보는 (B, L) 전체의 특성 1 평균:", "mean of feature 1 that BatchNorm sees (B, L):"),
+    "ln_unchanged_padding": ("패딩을 붙여도 짧은 시퀀스의 LayerNorm 출력이 그대로:", "LayerNorm of the short sequence unchanged by padding:"),
+    "whole_batch": ("배치 전체:", "whole batch:"),
+    "device_0": ("장치 0 (A, B):", "device 0 (A, B):"),
+    "device_1": ("장치 1 (C, D):", "device 1 (C, D):"),
+    "sample_a_train": ("샘플 A, 학습 모드:", "sample A, training mode:  "),
+    "sample_a_eval": ("샘플 A, 평가 모드:", "sample A, evaluation mode:"),
     # chapter 2's printed lines
     "w_sum": ("합", "sum"),
     "deviations": ("편차:", "deviations:"),
