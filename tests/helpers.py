@@ -432,6 +432,25 @@ CASES = [
 ]
 
 
+# (id, call taking torch.nn or normlib, strings the message must contain): what the layers refuse
+MODULE_CASES = [
+    ("BatchNorm2d-3d-input", lambda nn: nn.BatchNorm2d(4)(x243), ["4D", "3D", "(2, 4, 3)"]),
+    ("BatchNorm1d-4d-input", lambda nn: nn.BatchNorm1d(4)(torch.randn(2, 4, 3, 3)), ["2D or 3D", "4D"]),
+    ("BatchNorm3d-4d-input", lambda nn: nn.BatchNorm3d(4)(torch.randn(2, 4, 3, 3)), ["5D", "4D"]),
+    ("InstanceNorm2d-2d-input", lambda nn: nn.InstanceNorm2d(4)(x24), ["3D or 4D", "2D"]),
+    ("InstanceNorm1d-channels", lambda nn: nn.InstanceNorm1d(5, affine=True)(x243), ["5", "(2, 4, 3)"]),
+    ("GroupNorm-not-divisible", lambda nn: nn.GroupNorm(3, 5), ["num_channels=5", "num_groups=3", "divisible"]),
+    ("LayerNorm-mismatch", lambda nn: nn.LayerNorm(3)(x24), ["(2, 4)", "(*, 3)"]),
+    ("BatchNorm1d-batch-of-one", lambda nn: nn.BatchNorm1d(4)(torch.randn(1, 4)), ["(1, 4)", "more than 1 value"]),
+    ("BatchNorm1d-eps-zero", lambda nn: nn.BatchNorm1d(4, eps=0.0)(x24), ["eps", "0.0"]),
+    ("InstanceNorm1d-unbatched-channels", lambda nn: nn.InstanceNorm1d(5, affine=True)(torch.randn(4, 3)),
+     ["5", "(4, 3)", "dim 0"]),
+    ("GroupNorm-zero-groups", lambda nn: nn.GroupNorm(0, 4), ["num_groups=0"]),
+    ("GroupNorm-negative-groups", lambda nn: nn.GroupNorm(-2, 4)(x24), ["-2", "num_groups"]),
+    ("LayerNorm-empty-shape", lambda nn: nn.LayerNorm(())(x24), ["normalized_shape", "()"]),
+    ("RMSNorm-empty-shape", lambda nn: nn.RMSNorm(())(x24), ["normalized_shape", "()"]),
+]
+
 def with_tangents(call):
     """Run ``call(d)`` under forward-mode AD, where ``d(t)`` gives ``t`` a random tangent."""
     import torch.autograd.forward_ad as fwAD

@@ -12,7 +12,7 @@ import torch.nn.functional as TF
 
 import normlib
 import normlib.functional as NF
-from helpers import CASES, ROOT, has_hangul, raised, x24, x243
+from helpers import CASES, MODULE_CASES, ROOT, has_hangul, raised, x24
 
 CORE = sorted((ROOT / "normlib").glob("*.py"))
 
@@ -63,21 +63,26 @@ def test_import_normlib_speaks_english_and_set_language_checks_its_argument():
     assert normlib.language() == "en"
 
 
-MODULE_CASES = [
-    ("BatchNorm2d-3d-input", lambda nn: nn.BatchNorm2d(4)(x243), ["4D", "3D", "(2, 4, 3)"]),
-    ("InstanceNorm1d-channels", lambda nn: nn.InstanceNorm1d(5, affine=True)(x243), ["5", "(2, 4, 3)"]),
-    ("GroupNorm-not-divisible", lambda nn: nn.GroupNorm(3, 5), ["num_channels=5", "num_groups=3"]),
-    ("LayerNorm-mismatch", lambda nn: nn.LayerNorm(3)(x24), ["(2, 4)", "(*, 3)"]),
-    ("BatchNorm1d-batch-of-one", lambda nn: normlib.BatchNorm1d(4)(x24[:1]), ["(1, 4)", "more than 1 value"]),
-]
-
-
-@pytest.mark.parametrize("case", CASES + MODULE_CASES, ids=[c[0] for c in CASES + MODULE_CASES])
-def test_korean_selected_every_error_explains_itself_in_korean(case):
-    _, call, must_contain = case
-    english = raised(lambda: call(NF if call.__code__.co_varnames[0] == "F" else normlib))
+def _english_and_korean(call):
+    english = raised(call)
     with normlib.speaking("ko"):
-        korean = raised(lambda: call(NF if call.__code__.co_varnames[0] == "F" else normlib))
+        korean = raised(call)
+    return english, korean
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_korean_selected_every_functional_error_explains_itself_in_korean(case):
+    _, call, must_contain = case
+    _assert_korean_explanation(*_english_and_korean(lambda: call(NF)), must_contain)
+
+
+@pytest.mark.parametrize("case", MODULE_CASES, ids=[c[0] for c in MODULE_CASES])
+def test_korean_selected_every_module_error_explains_itself_in_korean(case):
+    _, call, must_contain = case
+    _assert_korean_explanation(*_english_and_korean(lambda: call(normlib)), must_contain)
+
+
+def _assert_korean_explanation(english, korean, must_contain):
     assert type(korean) is type(english)
     assert has_hangul(str(korean)) and not has_hangul(str(english)), f"{english!s} / {korean!s}"
     for needle in must_contain:
