@@ -157,6 +157,13 @@ def test_korean_strings_are_korean_and_keep_out_of_mathtext():
     assert not [v for v in i18n.STRINGS["ko"].values() if "$" in v]
 
 
+def test_a_key_defined_in_two_tables_is_refused():
+    """The chapters' and the checkers' tables are merged; a key in both would silently pick one."""
+    with pytest.raises(ValueError, match="defined twice: sample"):
+        i18n._merged({"sample": ("샘플", "sample")}, {"sample": ("표본", "sample")})
+    assert i18n._merged({"a": ("가", "a")}, {"b": ("나", "b")}) == {"a": ("가", "a"), "b": ("나", "b")}
+
+
 def test_unknown_key_and_language_name_what_is_known():
     with pytest.raises(KeyError, match="known keys"):
         i18n.text("nope", "en")

@@ -13,6 +13,8 @@ ValueError: lang must be one of 'ko', 'en'; got 'fr'
 
 from __future__ import annotations
 
+from normlib.book.i18n_checkers import PAIRS as CHECKER_PAIRS
+
 __all__ = ["LANGS", "STRINGS", "check_lang", "text"]
 
 LANGS = ("ko", "en")
@@ -247,126 +249,23 @@ _PAIRS = {
     "bench:layer_norm": ("LayerNorm", "LayerNorm"),
     "bench:rms_norm": ("RMSNorm", "RMSNorm"),
     "bench:batch_norm2d": ("BatchNorm2d", "BatchNorm2d"),
-    # normlib.exercises: what the checkers of the classroom assignments tell a student
-    "ex:title": ("{name}: 아직 맞지 않습니다 ({case}).", "{name} is not right yet ({case})."),
-    "ex:passed": ("통과: {name} (검사 {count}개)", "passed: {name} ({count} checks)"),
-    "ex:case_input": ("입력 모양 {shape}", "input of shape {shape}"),
-    "ex:case_random_affine": ("무작위 γ와 β", "random γ and β"),
-    "ex:case_no_affine": ("weight=None, bias=None (γ, β 없음)", "weight=None, bias=None"),
-    "ex:case_batches": ("학습 모드 배치 {count}개, 모양 {shape}", "{count} training batches of shape {shape}"),
-    "ex:case_eval": ("평가 모드, 무작위 이동 통계", "evaluation mode, random running statistics"),
-    "ex:case_grad": ("무작위 ∂L/∂y로 역전파", "backward with a random ∂L/∂y"),
-    "ex:not_implemented": ("아직 작성하지 않았습니다 (NotImplementedError가 발생합니다).", "not written yet (it raises NotImplementedError)."),
-    "ex:raised": ("호출하자 예외가 발생했습니다: {error}", "calling it raised {error}"),
-    "ex:raised_at": ("예외가 난 곳은 작성한 코드의 {line}번째 줄입니다: {code}", "it was raised at line {line} of your code: {code}"),
-    "ex:not_callable": ("검사할 함수나 클래스를 넘겨야 하는데 {got}을(를) 받았습니다.", "expected a function or class to check, received {got}."),
-    "ex:not_module": ("torch.nn.Module을 상속한 클래스를 넘겨야 하는데 {got}을(를) 받았습니다.", "expected a class derived from torch.nn.Module, received {got}."),
-    "ex:not_tensor": ("{what}이(가) torch.Tensor여야 하는데 {got}입니다.", "expected the {what} to be a torch.Tensor, received {got}."),
-    "ex:return_missing": (" (return을 빠뜨렸나요?)", " (is a return statement missing?)"),
-    "ex:not_pair": ("(평균, 분산) 두 텐서를 돌려줘야 하는데 {got}을(를) 받았습니다.", "expected a pair of tensors (mean, variance), received {got}."),
-    "ex:missing_attr": ("{attr} 속성이 없습니다. 기대한 것: {expected}.", "there is no attribute {attr}; expected {expected}."),
-    "ex:shape": ("{what}의 모양이 다릅니다. 기대한 모양 {expected}, 받은 모양 {got}.", "expected the {what} to have shape {expected}, received shape {got}."),
-    "ex:dtype": ("{what}의 dtype이 다릅니다. 기대한 dtype {expected} (입력과 같음), 받은 dtype {got}.", "expected the {what} to have dtype {expected} (the input's), received {got}."),
-    "ex:max_diff": ("{what}: 가장 큰 차이는 인덱스 {index}에서 {diff}입니다 (내 값 {got}, 기댓값 {expected}). 원소 {total}개 중 {count}개가 허용 오차 {tol}을 넘습니다.",
-                    "{what}: the largest difference is {diff}, at index {index} (yours {got}, expected {expected}); {count} of {total} elements are off by more than {tol}."),
-    "ex:group_ok": ("{group}별 {stat}은 맞습니다.", "the {stat} per {group} is right."),
-    "ex:group_off": ("{group}별 {stat}이 다릅니다. 가장 큰 차이는 {group} {index}: 내 값 {got}, 기댓값 {expected}.",
-                     "the {stat} per {group} is off; most at {group} {index}: yours {got}, expected {expected}."),
-    "ex:group:row": ("행", "row"),
-    "ex:group:channel": ("채널", "channel"),
-    "ex:group:sample_group": ("(샘플, 그룹)", "(sample, group)"),
-    "ex:output": ("출력", "output"),
-    "ex:grad": ("기울기 ∂L/∂{name}", "gradient ∂L/∂{name}"),
-    "ex:grad_none": ("backward가 ∂L/∂{name} 자리에 None을 돌려주었습니다. 모양 {shape}의 텐서가 필요합니다.",
-                     "backward returned None for ∂L/∂{name}; expected a tensor of shape {shape}."),
-    "ex:after_batch": ("{k}번째 배치 뒤의 {name}", "{name} after batch {k}"),
-    "ex:diagnosis": ("진단: {text}", "Diagnosis: {text}"),
-    "ex:no_diagnosis": ("알려진 실수 하나로는 이 차이가 설명되지 않습니다. 장의 공식과 한 단계씩 비교해 보세요.",
-                        "no single known slip explains the difference; compare your code with the chapter's formula step by step."),
-    "ex:reread": ("다시 읽어 볼 곳: {chapter}장 \"{section}\" 절", "Reread: chapter {chapter}, section \u201c{section}\u201d"),
-    "ex:diag:unbiased": ("결과가 표본분산(sample variance, n − 1로 나눈 분산: x.var()와 x.std()의 기본값)으로 계산한 결과와 같습니다. 정규화에는 n으로 나눈 모분산(population variance)을 씁니다: x.var(unbiased=False) 또는 ((x − μ)**2).mean().",
-                         "your result equals the one computed with the unbiased variance (divided by n − 1, what x.var() and x.std() do by default). Normalization uses the population variance, divided by n: x.var(unbiased=False) or ((x − μ)**2).mean()."),
-    "ex:diag:no_eps": ("출력이 eps = 0으로 계산한 결과와 같습니다. 제곱근 안의 eps가 빠졌습니다: sqrt(var + eps).",
-                       "your output equals the result with eps = 0: eps is missing under the square root, sqrt(var + eps)."),
-    "ex:diag:default_eps": ("출력이 넘겨준 eps = {eps}가 아니라 eps = 1e-05로 계산한 결과와 같습니다. 숫자를 고정하지 말고 eps 인자를 쓰세요.",
-                            "your output equals the result with eps = 1e-05, not with the eps = {eps} that was passed: use the eps argument instead of a fixed number."),
-    "ex:diag:std_eps": ("출력이 (x − μ) / (σ + eps)와 같습니다. eps는 제곱근 안에 들어갑니다: (x − μ) / sqrt(σ² + eps).",
-                        "your output equals (x − μ) / (σ + eps): eps belongs under the square root, (x − μ) / sqrt(σ² + eps)."),
-    "ex:diag:no_affine": ("출력이 γ와 β 없이 계산한 결과와 같습니다. 스케일링과 이동(affine) 단계 y = γ·x̂ + β가 빠졌습니다.",
-                          "your output equals the result without γ and β: the affine step y = γ·x̂ + β is missing."),
-    "ex:diag:no_weight": ("출력이 γ를 곱하지 않은 결과와 같습니다: y = γ·x̂ + β.", "your output equals the result without γ: y = γ·x̂ + β."),
-    "ex:diag:no_bias": ("출력이 β를 더하지 않은 결과와 같습니다: y = γ·x̂ + β.", "your output equals the result without β: y = γ·x̂ + β."),
-    "ex:diag:axes": ("축 {got}에 대해 평균과 분산을 구한 결과와 같습니다. 맞는 축은 {expected}입니다.",
-                     "your result equals the one with the statistics taken over axes {got}; the right axes are {expected}."),
-    "ex:diag:keepdim": ("줄인 축을 크기 1로 남기세요 (keepdim=True). 그래야 x − mean이 브로드캐스트됩니다.",
-                        "keep the reduced axes as size 1 (keepdim=True), so that x − mean broadcasts."),
-    "ex:diag:pooling": ("출력이 통계를 {got} 구한 결과와 같습니다. GroupNorm은 통계를 {expected} 구합니다.",
-                        "your output equals the result with one mean and variance {got}; GroupNorm takes one {expected}."),
-    "ex:pool:group": ("(샘플, 그룹)마다 하나씩, 그룹에 속한 연속된 C/G개 채널과 모든 위치에 걸쳐", "per (sample, group), over the group's C/G consecutive channels and every position"),
-    "ex:pool:instance": ("(샘플, 채널)마다 하나씩 (InstanceNorm처럼)", "per (sample, channel), as InstanceNorm does"),
-    "ex:pool:layer": ("샘플마다 하나씩 (G = 1인 LayerNorm처럼)", "per sample, as LayerNorm over (C, *spatial) (G = 1) does"),
-    "ex:pool:batch": ("채널마다 하나씩 배치 전체에 걸쳐 (BatchNorm처럼)", "per channel across the whole batch, as BatchNorm does"),
-    "ex:pool:interleaved": ("c % G가 같은 채널끼리 묶어서 (연속된 채널이 아니라 G개 간격으로)", "per group of every G-th channel (c % G), not of consecutive channels"),
-    "ex:pool:group_batch": ("그룹마다 하나씩 배치 전체에 걸쳐", "per group across the whole batch"),
-    "ex:pool:group_channels_only": ("(샘플, 그룹, 위치)마다 하나씩, 위치는 모으지 않고", "per (sample, group, position), without pooling the positions"),
-    "ex:diag:running_biased": ("running_var에 모분산(n으로 나눔)을 넣었습니다. PyTorch는 출력에는 모분산을 쓰지만 running_var에는 배치의 표본분산(n − 1로 나눔)을 넣습니다.",
-                               "running_var received the population variance (divided by n). PyTorch normalizes with the population variance but puts the batch's unbiased variance (divided by n − 1) into running_var."),
-    "ex:diag:momentum_swapped": ("이동 통계가 running ← momentum·running + (1 − momentum)·batch를 따릅니다. PyTorch의 momentum은 새 배치의 가중치입니다: running ← (1 − momentum)·running + momentum·batch.",
-                                 "your running statistics follow running ← momentum·running + (1 − momentum)·batch. PyTorch's momentum is the weight of the new batch: running ← (1 − momentum)·running + momentum·batch."),
-    "ex:diag:momentum_none_fixed": ("momentum=None이면 이동 통계는 지금까지 본 배치 통계의 단순 평균이어야 합니다 (k번째 배치의 가중치 1/k). 고정된 momentum 0.1로 갱신했습니다.",
-                                    "with momentum=None the running statistics are the plain average of every batch so far (batch k weighs 1/k); yours used a fixed momentum of 0.1."),
-    "ex:diag:momentum_none_shifted": ("momentum=None의 가중치가 한 배치 어긋났습니다. k번째 배치(1부터 셈)의 가중치는 1/k입니다. num_batches_tracked를 먼저 1 늘리고 나누세요.",
-                                      "with momentum=None the weights are off by one batch: batch k (counting from 1) weighs 1/k. Increase num_batches_tracked first, then divide."),
-    "ex:diag:not_updated": ("학습 모드에서 이동 통계가 바뀌지 않았습니다.", "the running statistics did not change in training mode."),
-    "ex:diag:eval_updated": ("평가 모드에서 이동 통계가 바뀌었습니다. 이동 통계는 학습 모드에서만 갱신합니다.", "evaluation mode changed the running statistics; only training mode updates them."),
-    "ex:diag:eval_batch": ("평가 모드의 출력이 배치 자신의 통계를 썼습니다. 평가 모드에서는 running_mean과 running_var로 정규화합니다 (self.training을 보세요).",
-                           "in evaluation mode your output used the batch's own statistics; evaluation normalizes with running_mean and running_var (look at self.training)."),
-    "ex:diag:dx_no_mean": ("∂L/∂x가 −mean(g) 항이 빠진 공식과 같습니다. 모든 x를 같이 움직이면 μ도 움직이므로 g에서 평균을 빼야 합니다.",
-                           "∂L/∂x equals the formula without the −mean(g) term: moving every x together moves μ, so the mean of g has to be taken out."),
-    "ex:diag:dx_no_var": ("∂L/∂x가 −x̂·mean(g·x̂) 항이 빠진 공식과 같습니다. 편차의 크기를 바꾸면 σ도 바뀌므로 g의 x̂ 방향 성분을 빼야 합니다.",
-                          "∂L/∂x equals the formula without the −x̂·mean(g·x̂) term: scaling the deviations changes σ, so the part of g along x̂ has to be taken out."),
-    "ex:diag:dx_direct": ("∂L/∂x가 직접 항 r·g뿐입니다. μ와 σ가 x에 따라 변한다는 것이 빠졌습니다: r·(g − mean(g) − x̂·mean(g·x̂)).",
-                          "∂L/∂x is the direct term r·g alone: μ and σ depend on x too, r·(g − mean(g) − x̂·mean(g·x̂))."),
-    "ex:diag:dx_no_gamma": ("∂L/∂x 계산에서 g = γ·∂L/∂y 대신 ∂L/∂y를 썼습니다.", "∂L/∂x was computed from ∂L/∂y instead of g = γ·∂L/∂y."),
-    "ex:diag:dgamma_no_xhat": ("∂L/∂γ가 Σ ∂L/∂y와 같습니다. 더하기 전에 x̂를 곱하세요: Σ ∂L/∂y·x̂.", "∂L/∂γ equals Σ ∂L/∂y: multiply by x̂ before summing, Σ ∂L/∂y·x̂."),
-    "ex:diag:dgamma_x": ("∂L/∂γ가 Σ ∂L/∂y·x와 같습니다. x가 아니라 x̂를 곱합니다.", "∂L/∂γ equals Σ ∂L/∂y·x: it is x̂, not x, that multiplies."),
-    "ex:diag:dbeta_xhat": ("∂L/∂β가 Σ ∂L/∂y·x̂와 같습니다. ∂y/∂β = 1이므로 ∂L/∂β = Σ ∂L/∂y입니다.", "∂L/∂β equals Σ ∂L/∂y·x̂; since ∂y/∂β = 1, ∂L/∂β = Σ ∂L/∂y."),
-    "ex:gradcheck_failed": ("torch.autograd.gradcheck가 실패했습니다. backward가 forward의 수치 미분과 다릅니다.", "torch.autograd.gradcheck fails: backward disagrees with the numerical derivatives of forward."),
-    "ex:axes_wrong": ("{method}, 입력 형태 {layout}: 내 답 {got}, 기댓값 {expected}", "{method} on {layout}: yours {got}, expected {expected}"),
-    "ex:axes_should_raise": ("{method}, 입력 형태 {layout}: 이 조합은 정의되지 않으므로 ValueError를 일으켜야 하는데 {got}을(를) 돌려주었습니다",
-                             "{method} on {layout} has no meaning, so a ValueError was expected; received {got}"),
-    "ex:axes_raised": ("{method}, 입력 형태 {layout}: 기댓값 {expected}인데 예외가 발생했습니다: {error}", "{method} on {layout}: expected {expected}, but it raised {error}"),
-    "ex:axes_title": ("답 {total}개 중 {count}개가 틀렸습니다.", "{count} of {total} answers are wrong."),
-    "ex:diag:dim0": ("(B, L, D)에서 BatchNorm은 특성마다 B와 L을 함께 모읍니다: 축 (0, 1). dim 0 하나만이 아닙니다.",
-                     "for (B, L, D), BatchNorm pools B and L together for each feature: axes (0, 1), not dim 0 alone."),
-    "ex:diag:batch_spatial": ("BatchNorm은 채널마다 배치 축과 모든 공간 축을 함께 모읍니다.", "BatchNorm pools, for each channel, the batch axis and every spatial axis together."),
-    "ex:diag:layer_sample": ("LayerNorm과 RMSNorm은 샘플(또는 토큰) 하나의 값만 모읍니다. 배치 축 0은 줄이지 않습니다.", "LayerNorm and RMSNorm pool the values of one sample (or token) only; they never reduce the batch axis 0."),
-    "ex:diag:group_axes": ("GroupNorm은 샘플마다, 한 그룹에 속한 채널(그룹 안의 축 1)과 모든 공간 축을 함께 모읍니다.",
-                           "GroupNorm pools, within one sample, the channels of a group (axis 1, inside the group) and every spatial axis."),
-    "ex:diag:instance_spatial": ("InstanceNorm은 (샘플, 채널)마다 공간 축만 모읍니다.", "InstanceNorm pools only the spatial axes, for each (sample, channel)."),
-    "ex:groups_wrong": ("channel_groups({channels}, {groups}): 내 답 {got}, 기댓값 {expected}", "channel_groups({channels}, {groups}): yours {got}, expected {expected}"),
-    "ex:groups_should_raise": ("channel_groups({channels}, {groups}): 채널 수가 그룹 수로 나누어떨어지지 않으므로 ValueError를 기대했는데 {got}을(를) 돌려주었습니다",
-                               "channel_groups({channels}, {groups}): the channels do not split evenly into groups, so a ValueError was expected; received {got}"),
-    "ex:diag:interleaved": ("그룹이 G개 간격의 채널(c % G)로 되어 있습니다. PyTorch의 GroupNorm은 연속된 채널을 묶습니다: 0 … C/G − 1, 그다음 C/G … 2C/G − 1, ….",
-                            "your groups take every G-th channel (c % G); torch's GroupNorm groups consecutive channels: 0 … C/G − 1, then C/G … 2C/G − 1, …"),
-    # the chapter sections the checkers point to: each is a "## " heading of chapters/src in that language
-    "ex:sec:02_variance": ("모분산과 표본분산", "Population and sample variance"),
-    "ex:sec:03_formula": ("공식", "The formula"),
-    "ex:sec:03_train_eval": ("학습 모드와 평가 모드", "Training versus evaluation"),
-    "ex:sec:03_axes": ("배치 크기 1과 입력 모양별 축", "Batch size 1, and the axes for each input shape"),
-    "ex:sec:03_dim0": ("함정: `(B, L, D)`에서 `dim=0`만으로 통계 내기", "Pitfall: statistics over `dim=0` alone of `(B, L, D)`"),
-    "ex:sec:04_formula": ("공식", "The formula"),
-    "ex:sec:04_sequences": ("시퀀스 `(B, L, D)`와 여러 차원의 `normalized_shape`", "Sequences `(B, L, D)` and a multi-dimensional `normalized_shape`"),
-    "ex:sec:04_std_eps": ("함정: `std + eps`로 나누기", "Pitfall: dividing by `std + eps`"),
-    "ex:sec:06_frame": ("한 틀: 원소마다, 함께 평균 내는 원소들", "One frame: for each element, the elements it is averaged with"),
-    "ex:sec:06_group": ("GroupNorm은 LayerNorm과 InstanceNorm 사이", "GroupNorm between LayerNorm and InstanceNorm"),
-    "ex:sec:07_derive": ("LayerNorm의 ∂L/∂x 유도", "Deriving ∂L/∂x for LayerNorm"),
-    "ex:sec:07_function": ("`torch.autograd.Function`으로", "As a `torch.autograd.Function`"),
 }
 
+def _merged(*tables: dict) -> dict:
+    """One table from several, refusing a key defined twice (a later copy would silently win)."""
+    merged: dict = {}
+    for table in tables:
+        twice = sorted(set(merged) & set(table))
+        if twice:
+            raise ValueError(f"strings defined twice: {', '.join(twice)}")
+        merged.update(table)
+    return merged
+
+
+_ALL = _merged(_PAIRS, CHECKER_PAIRS)
 STRINGS = {
-    "ko": {key: pair[0] for key, pair in _PAIRS.items()},
-    "en": {key: pair[1] for key, pair in _PAIRS.items()},
+    "ko": {key: pair[0] for key, pair in _ALL.items()},
+    "en": {key: pair[1] for key, pair in _ALL.items()},
 }
 
 
