@@ -68,19 +68,27 @@ def test_chapter_closes_with_exercises_and_collapsed_solutions(stem):
             assert "hide-cell" in c.metadata.get("tags", []) and c.metadata.get("jupyter", {}).get("source_hidden")
 
 
-def test_korean_prose_gives_the_english_term_at_first_use():
-    # "Korean first with the English term in parentheses at first use", for the core terms
+def test_korean_prose_glosses_a_core_term_once_in_the_book():
+    """The English term in parentheses at the term's first use in the book, and not again: the
+    glossary holds the pairs, and a gloss repeated on every page reads as translation."""
     terms = {"정규화": "normalization", "평균": "mean", "분산": "variance"}
+    defined_in = {"평균": "02_mean_variance", "분산": "02_mean_variance"}  # its definition may gloss it again
+    glossed = {}
     for stem in STEMS:
         nb = nbformat.read(ROOT / "chapters" / "ko" / f"{stem}.ipynb", as_version=4)
         # headings (the chapter title) are not "use in a sentence"
         text = "\n".join(line for c in nb.cells if c.cell_type == "markdown"
                          for line in c.source.splitlines() if not line.startswith("#"))
         for korean, english in terms.items():
-            if korean in text:  # every page, since a reader may land on any of them
+            gloss = re.compile(re.escape(korean) + r"\s*\([^)]*\b" + english + r"\b", re.IGNORECASE)
+            if korean not in glossed and korean in text:
                 first = text.index(korean)
-                window = text[first:first + len(korean) + 50]
-                assert re.search(r"\([^)]*" + english, window, re.IGNORECASE), (stem, korean, window)
+                assert gloss.match(text, first), (stem, korean, text[first:first + 60])
+                glossed[korean] = stem
+            elif korean in glossed and defined_in.get(korean) != stem:
+                again = gloss.search(text)
+                assert not again, f"{stem} glosses {korean} again (first glossed in {glossed[korean]}): {again.group(0)!r}"
+    assert set(glossed) == set(terms), glossed
 
 
 @pytest.mark.parametrize("bad, message", [

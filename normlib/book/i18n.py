@@ -247,9 +247,6 @@ _PAIRS = {
     "term_total": ("합 = ∂L/∂x", "sum = ∂L/∂x"),
     "grad_terms_title": ("샘플 A, ∂L/∂y = (1, 0, 0)일 때 ∂L/∂x의 세 항", "The three terms of ∂L/∂x for sample A, ∂L/∂y = (1, 0, 0)"),
     "saved_mb": ("역전파용으로 저장된 메모리 (MB)", "memory saved for backward (MB)"),
-    "impl_reference": ("읽기 쉬운 구현 + autograd", "readable + autograd"),
-    "impl_hand": ("손으로 유도한 역전파", "hand-derived backward"),
-    "impl_torch": ("PyTorch 내장", "PyTorch built-in"),
     # chapter 7's printed lines
     "hand_vs_autograd": ("손계산과 autograd의 최대 절대 차이:", "max |by hand - autograd|"),
     "fd_check": ("{name}: |공식 − 유한 차분|의 최댓값 < 4 × 반올림 오차 추정치 ε_mach·|L|/h = {rounding:.1e}: {ok}",
