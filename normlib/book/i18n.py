@@ -69,7 +69,8 @@ _PAIRS = {
     "stale_off": ("뒤처진 이동 통계: 평가 출력이 최대 {diff:.3f} 어긋납니다", "stale running statistics: eval output off by up to {diff:.3f}"),
     # chapter 1's printed lines
     "learning_rate": ("학습률", "learning rate"),
-    "held_out_accuracy": ("평가 데이터 정확도", "held-out accuracy"),
+    "held_out_accuracy": ("테스트 데이터 정확도", "held-out accuracy"),
+    "growth_per_layer": ("BatchNorm: 층 하나를 더할 때마다 기울기가 {factor:.2f}배", "BatchNorm: the gradient grows {factor:.2f} times per layer added"),
     "diverged": ("발산", "diverged"),
     "raw_inputs": ("표준화하지 않은 입력", "inputs not standardized"),
     "layers_count": ("{depth}층", "{depth} layers"),
