@@ -109,9 +109,17 @@ def test_language_comments_go_to_their_language_only():
 
 
 def test_a_language_comment_at_the_end_of_a_code_line_stays_in_its_language():
-    body = "y = f(x)  #ko: 한국어 설명\n#en: English note\n    z = g(y)   #en: note"
+    body = "y = f(x)  #ko: 한국어 설명\n    z = g(y)   #en: note"
     assert build_chapters.code_for(body, "ko") == "y = f(x)  # 한국어 설명\n    z = g(y)"
-    assert build_chapters.code_for(body, "en") == "y = f(x)\n# English note\n    z = g(y)   # note"
+    assert build_chapters.code_for(body, "en") == "y = f(x)\n    z = g(y)   # note"
+
+
+def test_a_pair_of_end_of_line_comments_stays_on_its_code_line_in_both_languages():
+    """``code  #ko: …`` followed by an own-line ``#en: …``: each notebook shows its comment at the
+    end of that code line, not on a line of its own under it."""
+    body = "y = f(x)  #ko: 한국어 설명\n    #en: English note\n#en: a note on its own line\nz = 1"
+    assert build_chapters.code_for(body, "ko") == "y = f(x)  # 한국어 설명\nz = 1"
+    assert build_chapters.code_for(body, "en") == "y = f(x)  # English note\n# a note on its own line\nz = 1"
 
 
 @pytest.mark.parametrize("lang", build_chapters.LANGS)

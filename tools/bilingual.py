@@ -77,9 +77,18 @@ def parse(text: str, name: str, kinds: Mapping[str, OptionCheck]) -> list[dict]:
 
 
 def code_for(body: str, lang: str) -> str:
-    """A code block's source in one language: its ``#ko:``/``#en:`` lines become comments or go."""
+    """A code block's source in one language: its ``#ko:``/``#en:`` lines become comments or go.
+
+    A code line ending in one language's comment and followed by an own-line comment in the other
+    language is a pair: each language's notebook gets its comment at the end of that code line
+    (``y = f(x)  #ko: …`` then ``#en: …`` gives ``y = f(x)  # …`` in both)."""
+    lines = body.splitlines()
     out = []
-    for line in body.splitlines():
+    skip = False
+    for index, line in enumerate(lines):
+        if skip:
+            skip = False
+            continue
         m = LANG_COMMENT.match(line)
         trailing = None if m else TRAILING_LANG_COMMENT.match(line)
         if m:
@@ -87,6 +96,12 @@ def code_for(body: str, lang: str) -> str:
                 out.append(f"{m.group(1)}# {m.group(3)}")
         elif trailing:
             code, gap, marker, words = trailing.groups()
+            following = LANG_COMMENT.match(lines[index + 1]) if index + 1 < len(lines) else None
+            if following and following.group(2) != marker:  # the other language's half of a pair
+                skip = True
+                if following.group(2) == lang:
+                    words = following.group(3)
+                    marker = lang
             out.append(f"{code}{gap}# {words}" if marker == lang else code)
         else:
             out.append(line)
