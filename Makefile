@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab chapters notebooks perturbed serve clean bench-widgets bench \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench \
 	assignments assignments-release autograde feedback
 
 $(STAMP): requirements.txt pyproject.toml
@@ -56,9 +56,13 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . $(if $(FIX),--fix,)
 
-## Open the chapters in JupyterLab.
+## Open the chapters in JupyterLab, without nbgrader's teacher tools (tools/lab.py).
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab chapters/
+	$(PY) -m tools.lab reader
+
+## Open the course folder assignments/ in JupyterLab with nbgrader's tools (Formgrader, Create Assignment).
+lab-teacher: $(STAMP)
+	$(PY) -m tools.lab teacher
 
 ## Regenerate the ko/en notebook pairs from chapters/src/*.md and execute them (CH=03_batchnorm for one).
 chapters: $(STAMP)

@@ -1,0 +1,83 @@
+"""Open JupyterLab for a reader (the chapters, no teacher tools) or for a teacher (the assignments, with
+nbgrader's tools): what `make lab` and `make lab-teacher` run.
+
+    python -m tools.lab reader  [--dry-run] [JUPYTER LAB OPTIONS ...]
+    python -m tools.lab teacher [--dry-run] [JUPYTER LAB OPTIONS ...]
+
+The environment has nbgrader installed for the classroom, and nbgrader enables itself in every
+JupyterLab of the environment: a reader would see "Create Assignment" and formgrader menus and a
+"No nbgrader_config.py file found" log. So the reader's JupyterLab
+
+- turns nbgrader's server extensions off on the command line (the environment's configuration
+  outranks a user's, so a config file could not), and
+- disables its JupyterLab extension through a page configuration kept in this repository
+  (``tools/lab_reader/labconfig/page_config.json``, found through ``JUPYTER_CONFIG_DIR``),
+
+and opens ``chapters/``. The teacher's opens ``assignments/``, the course folder where
+``nbgrader_config.py`` lives, with everything on. Run as root (containers, many cloud notebooks),
+both add ``--allow-root`` and say so, instead of stopping with "Running as root is not recommended".
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+READER_CONFIG = ROOT / "tools" / "lab_reader"
+NBGRADER_SERVER_EXTENSIONS = (
+    "nbgrader.server_extensions.formgrader",
+    "nbgrader.server_extensions.validate_assignment",
+    "nbgrader.server_extensions.assignment_list",
+    "nbgrader.server_extensions.course_list",
+)
+
+
+def command(role: str, extra: list[str], is_root: bool) -> tuple[list[str], dict[str, str], list[str]]:
+    """The JupyterLab command line, the environment changes and the notes to print for ``role``."""
+    if role not in ("reader", "teacher"):
+        raise ValueError(f"role must be 'reader' or 'teacher'; got {role!r}")
+    jupyter = str(Path(sys.executable).parent / "jupyter")
+    env: dict[str, str] = {}
+    notes: list[str] = []
+    if role == "reader":
+        off = ", ".join(f"'{name}': False" for name in NBGRADER_SERVER_EXTENSIONS)
+        argv = [jupyter, "lab", str(ROOT / "chapters"), f"--ServerApp.jpserver_extensions={{{off}}}"]
+        env["JUPYTER_CONFIG_DIR"] = str(READER_CONFIG)
+        notes.append("Start with ko/01_why_normalize.ipynb (한국어) or en/01_why_normalize.ipynb (English); "
+                     "teachers: make lab-teacher opens the assignments with nbgrader's tools.")
+        notes.append("시작은 ko/01_why_normalize.ipynb(한국어) 또는 en/01_why_normalize.ipynb(English)입니다. "
+                     "교사용 도구(nbgrader)는 make lab-teacher로 엽니다.")
+    else:
+        argv = [jupyter, "lab", str(ROOT / "assignments")]
+        notes.append("The course folder assignments/ with nbgrader's tools (Formgrader, Create Assignment); "
+                     "README, Classroom. 과제 폴더 assignments/를 nbgrader 도구와 함께 엽니다.")
+    if is_root:
+        argv.append("--allow-root")
+        notes.append("Running as root (a container or a cloud notebook): --allow-root added. "
+                     "root로 실행 중이므로 --allow-root를 붙였습니다.")
+    return argv + extra, env, notes
+
+
+def main(args: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("role", choices=("reader", "teacher"))
+    parser.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    known, extra = parser.parse_known_args(args)
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    argv, env, notes = command(known.role, extra, is_root)
+    for note in notes:
+        print(note, flush=True)
+    shown = " ".join(f"{k}={v}" for k, v in env.items())
+    print(f"$ {shown + ' ' if shown else ''}{' '.join(argv)}", flush=True)
+    if known.dry_run:
+        return 0
+    cwd = ROOT / "assignments" if known.role == "teacher" else ROOT
+    os.chdir(cwd)
+    os.execve(argv[0], argv, dict(os.environ, **env))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
