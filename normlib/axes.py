@@ -285,12 +285,12 @@ def layer_norm_axes(shape: Sequence[int], normalized_shape: ShapeLike, method: s
         raise NormInputError(
             f"Given normalized_shape={list(dims)}, expected input with shape [*, {', '.join(map(str, dims))}], "
             f"but got input of size{list(shape)}: " + say(
-                en=f"{method}_norm pools the last {k} dimension(s), which must be normalized_shape={_fmt(dims)}, "
+                en=f"{method}_norm pools the last {k} dimension(s), whose sizes must equal normalized_shape={_fmt(dims)}, "
                    f"so it expects an input of shape (*, {', '.join(map(str, dims))}); an input of shape "
-                   f"{_fmt(shape)} does not end in {_fmt(dims)}",
-                ko=f"{method}_norm은 마지막 차원 {k}개로 통계를 내고 그 차원들이 normalized_shape={_fmt(dims)}여야 "
-                   f"하므로 입력은 (*, {', '.join(map(str, dims))}) 모양이어야 합니다. 모양 {_fmt(shape)}인 "
-                   f"입력은 {_fmt(dims)}로 끝나지 않습니다"))
+                   f"{_fmt(shape)} does not end in {_fmt(dims)}.",
+                ko=f"{method}_norm은 마지막 차원 {k}개로 통계를 내고 그 차원들의 크기가 normalized_shape={_fmt(dims)}와 "
+                   f"같아야 하므로 입력은 (*, {', '.join(map(str, dims))}) 모양이어야 합니다. 모양 {_fmt(shape)}인 "
+                   f"입력은 {_fmt(dims)}로 끝나지 않습니다."))
     return Sharing(method, shape, tuple(range(len(shape) - k, len(shape))))
 
 
