@@ -237,6 +237,13 @@ def _box_faces(i: int, j: int, k: int, dx: float, dy: float):
     return front, top, right
 
 
+def _lighter(colour: str, shade: float) -> Tuple[float, float, float, float]:
+    """``colour`` mixed with white (``shade`` 1 → the colour itself), opaque: a translucent face
+    would let the faces and edges behind it show through."""
+    r, g, b = matplotlib.colors.to_rgb(colour)
+    return (shade * r + 1 - shade, shade * g + 1 - shade, shade * b + 1 - shade, 1.0)
+
+
 def block_figure(
     shape: Sequence[int] = (2, 6, 2, 2),
     method: str = "batch",
@@ -273,15 +280,18 @@ def block_figure(
     # 1. the faint outer faces of the block
     ax.add_patch(matplotlib.patches.Polygon([(0, 0), (across, 0), (across, up), (0, up)],
                                             facecolor="#f2f2f2", edgecolor="none"))
-    # 2. the highlighted cells, solid, painted back to front
+    # 2. the highlighted cells, solid, painted back to front, left to right and bottom to top: a cell's
+    #    front face then covers the top face of the cell below it and the right face of the cell to
+    #    its left, and only the outside of the filled cells shows (row k of labels is drawn at height
+    #    up - 1 - k, so the bottom row is k = up - 1)
     polys, faces = [], []
     for i in reversed(range(depth)):
         for j in range(across):
-            for k in range(up):
+            for k in reversed(range(up)):
                 if highlighted[i, j, k]:
                     for face, shade in zip(_box_faces(i, j, up - 1 - k, dx, dy), (1.0, 0.75, 0.55)):
                         polys.append(face)
-                        faces.append(matplotlib.colors.to_rgba(colour, shade))
+                        faces.append(_lighter(colour, shade))
     ax.add_collection(matplotlib.collections.PolyCollection(polys, facecolors=faces, edgecolors="white",
                                                             linewidths=0.8))
     # 3. the grid of the three outer faces and the block's edges, on top
