@@ -36,6 +36,25 @@ def _present(names: Sequence[str], rows: Sequence[Row], attribute: str) -> List[
     return [name for name in names if any(getattr(r, attribute) == name for r in rows)]
 
 
+def _ratio_label(ax):
+    """The tick labels of a log-scale ratio axis: every decade (0.1, 1, 10), and as many of the
+    minor ticks as fit without overlapping: all of them (1.1, 1.2 …) within half a decade, 2, 3
+    and 5 within one and a half, 2 and 5 within two and a half (so that an axis always shows two
+    labels at least), none across more."""
+
+    def label(value: float, _) -> str:
+        low, high = ax.get_ylim()
+        decades = math.log10(high / low) if low > 0 and high > low else 0.0
+        mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
+        shown = [] if decades > 2.5 else [2, 5] if decades > 1.5 else [2, 3, 5]
+        if (abs(mantissa - 1) < 1e-6 or decades <= 0.5
+                or any(abs(mantissa - m) < 1e-6 for m in shown)):
+            return f"{value:g}"
+        return ""
+
+    return label
+
+
 def plot(rows: Sequence[Row], lang: str = "en"):
     """Time ÷ torch's built-in for each variant and shape: one panel per op (columns) and mode
     (rows), log scale, the line at 1 = as fast as torch. Returns the matplotlib Figure.
@@ -67,7 +86,7 @@ def plot(rows: Sequence[Row], lang: str = "en"):
             ax.axhline(1.0, color="grey", linewidth=0.8)
             ax.set_yscale("log")
             for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
-                axis(FuncFormatter(lambda v, _: f"{v:g}"))
+                axis(FuncFormatter(_ratio_label(ax)))
             ax.set_xticks(range(len(shapes)), [shape_label(s) for s in shapes], rotation=20, fontsize=8)
             ax.set_title(f"{_label(op, lang)} · {_label(mode, lang)}", fontsize=10)
             if j == 0:
@@ -121,11 +140,17 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
         return Line2D([], [], linestyle="none", marker=marker, markeredgecolor=colour,
                       markerfacecolor=colour if filled else "none", label=label)
 
-    # the memory roof's label along it: its angle on screen is known once the figure is laid out
+    # the memory roof's label along it, centred on a point of the roof, its baseline lifted 5 points
+    # off the roof at right angles: the same place in every language, whatever the string's
+    # descenders. Its angle on screen is known once the figure is laid out.
     fig.canvas.draw()
     (x0, y0), (x1, y1) = ax.transData.transform([(lo, bandwidth * lo), (ridge, gflops)])
-    ax.text(lo * 1.6, bandwidth * lo * 1.6 * 1.25, _label("memory_roof", lang).format(bw=bandwidth), fontsize=8,
-            color="grey", rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor")
+    angle = math.atan2(y1 - y0, x1 - x0)
+    at = lo * 3
+    ax.annotate(_label("memory_roof", lang).format(bw=bandwidth), (at, bandwidth * at),
+                xytext=(-5 * math.sin(angle), 5 * math.cos(angle)), textcoords="offset points",
+                ha="center", va="baseline", rotation=math.degrees(angle), rotation_mode="anchor",
+                fontsize=8, color="grey")
 
     # one meaning per mark: a marker's shape is an op, its colour a variant (colour swatches), and
     # filled or hollow the mode (grey swatches): no marker stands for two things
