@@ -8,7 +8,10 @@ function or class and ``LANG``::
 
 The checker runs it on seeded random inputs, compares with ``torch.nn.functional`` /
 ``torch.nn`` and prints one line when everything agrees; otherwise it raises
-:class:`CheckFailed` (an ``AssertionError``) with a message in Korean or English.
+:class:`CheckFailed` (an ``AssertionError``) with a message in Korean or English. Delegating does
+not score: while the student's code runs, a call to a reference implementation of the task
+(torch's normalization functions and modules, ``normlib``'s library, torch's autograd in the
+backward task) fails it with a message that names the call (:mod:`._guard`).
 
 =====================  ========================================================================
 module                 serves
@@ -19,6 +22,7 @@ module                 serves
 ``axes_groupnorm``     assignment 4: ``check_axes``, ``check_channel_groups``, ``check_group_norm``
 ``_report``            all: :class:`CheckFailed`, the message, comparisons, the seeded inputs
 ``_slips``             all: recognising a known slip from what the student's code computed
+``_guard``             all: catching a call to a reference implementation while the student's code runs
 =====================  ========================================================================
 """
 

@@ -10,11 +10,15 @@ whose message says in Korean (``"ko"``) or English (``"en"``):
   :mod:`._slips`);
 * the chapter section to reread (its number and its title in that language).
 
+The student's code runs under :mod:`._guard` (:meth:`_Report.guarded`): a call to a reference
+implementation of the task fails it, naming the call (``diagnoses == ("delegated",)``).
+
 The strings come from :mod:`normlib.book.i18n` (keys ``ex:…``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
@@ -26,6 +30,7 @@ from torch import Tensor
 
 from ..axes import _fmt
 from ..book.i18n import check_lang, text
+from ._guard import Watch
 
 # |yours − expected| ≤ tol·(1 + |expected|): far below the size of any slip the checkers name
 # (eps = 0.01 against variances of order 1 moves results by 1e-3 and more).
@@ -48,8 +53,10 @@ class CheckFailed(AssertionError):
 class _Report:
     """Collects the lines of one failure message, then raises it."""
 
-    def __init__(self, lang: str, name: str, case: str, section: str):
+    def __init__(self, lang: str, name: str, case: str, section: str, autograd: bool = False):
         self.lang, self.name, self.case = lang, name, case
+        self.autograd = autograd                # the backward task: torch's autograd is a reference too
+        self.backward_ran = False               # did the last guarded call run a custom Function's backward?
         self.default_section = section          # reread this when no diagnosis names another
         self.lines: List[str] = []
         self.diagnoses: List[str] = []
@@ -79,10 +86,34 @@ class _Report:
         )
         raise CheckFailed(message, self.diagnoses) from cause
 
-    def call(self, fn: Callable, *args, **kwargs):
-        """Run the student's code; an exception becomes a failure that names the inputs."""
+    @contextlib.contextmanager
+    def guarded(self):
+        """Run the student's code in this block under the guard (:mod:`._guard`): when it called a
+        reference implementation of the task, the task fails with a message naming the call,
+        whatever else happened."""
+        watch = Watch(self.autograd)
         try:
-            return fn(*args, **kwargs)
+            with watch:
+                yield
+        except Exception as error:
+            if watch.found is None:
+                raise
+            self._delegated(*watch.found, cause=error)
+        finally:
+            self.backward_ran = watch.backward_ran
+        if watch.found is not None:
+            self._delegated(*watch.found)
+
+    def _delegated(self, call: str, autograd: bool, cause: Optional[BaseException] = None):
+        self.lines = [self.t("ex:delegated_autograd" if autograd else "ex:delegated", call=call)]
+        self.diagnoses, self.sections, self.values_differ = ["delegated"], [], False
+        self.fail(cause)
+
+    def call(self, fn: Callable, *args, **kwargs):
+        """Run the student's code, guarded; an exception becomes a failure that names the inputs."""
+        try:
+            with self.guarded():
+                return fn(*args, **kwargs)
         except CheckFailed:
             raise
         except NotImplementedError as error:

@@ -1,7 +1,26 @@
 """Assignment 3 (backward passes by hand): an ``autograd.Function`` for LayerNorm and one for BatchNorm.
 
 Each is checked in three steps: its output against torch, then ∂L/∂x, ∂L/∂γ, ∂L/∂β against
-torch's autograd for a random ∂L/∂y, then ``torch.autograd.gradcheck``.
+torch's autograd for a random ∂L/∂y, then ``torch.autograd.gradcheck``. The gradients must come
+from the student's own ``backward``: calling torch's autograd from their code fails the task.
+
+>>> class LayerNormFunction(torch.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x, normalized_shape, weight, bias, eps):
+...         dims = tuple(range(x.dim() - len(normalized_shape), x.dim()))
+...         mean = x.mean(dims, keepdim=True)
+...         rstd = torch.rsqrt(x.var(dims, unbiased=False, keepdim=True) + eps)
+...         ctx.save_for_backward(x, weight, mean, rstd)
+...         ctx.dims = dims
+...         return (x - mean) * rstd * weight + bias
+...     @staticmethod
+...     def backward(ctx, dy):
+...         x, weight, mean, rstd = ctx.saved_tensors
+...         x_hat, g, leading = (x - mean) * rstd, dy * weight, tuple(range(x.dim() - len(ctx.dims)))
+...         dx = rstd * (g - g.mean(ctx.dims, keepdim=True) - x_hat * (g * x_hat).mean(ctx.dims, keepdim=True))
+...         return dx, None, (dy * x_hat).sum(leading), dy.sum(leading), None
+>>> check_layer_norm_backward(LayerNormFunction, "en")
+passed: LayerNormFunction (2 checks)
 """
 
 from __future__ import annotations
@@ -70,6 +89,9 @@ def _check_backward(report: _Report, call: Callable, x: Tensor, weight: Tensor, 
                       weight, bias)
     dy = torch.randn(x.shape, generator=_generator(x.numel()), dtype=x.dtype)
     got = report.call(torch.autograd.grad, y, leaves, dy, allow_unused=True)
+    if not report.backward_ran:                     # torch's autograd differentiated the student's forward
+        report.diagnose("no_backward", "ex:no_backward", "ex:sec:07_function")
+        report.fail()
     torch_leaves = (_leaf(x), _leaf(weight), _leaf(bias))
     wanted = torch.autograd.grad(reference(*torch_leaves), torch_leaves, dy)
     ok = True
@@ -99,8 +121,11 @@ def check_layer_norm_backward(function, lang: str = "en", *, cases=((((4, 6), (6
     callable with those arguments): its output against ``torch.nn.functional.layer_norm``, its
     ∂L/∂x, ∂L/∂γ, ∂L/∂β against torch's autograd for a random ∂L/∂y, then ``gradcheck``.
 
-    >>> check_layer_norm_backward(lambda x, s, w, b, eps: torch.nn.functional.layer_norm(x, s, w, b, eps), "en")
-    passed: <lambda> (2 checks)
+    >>> try:
+    ...     check_layer_norm_backward(lambda x, s, w, b, eps: torch.nn.functional.layer_norm(x, s, w, b, eps), "en")
+    ... except AssertionError as failure:
+    ...     print(failure.diagnoses)
+    ('delegated',)
     """
     gen = _start(lang, function, seed)
     name, apply = _name(function, "LayerNormFunction"), _apply(function)
@@ -109,7 +134,7 @@ def check_layer_norm_backward(function, lang: str = "en", *, cases=((((4, 6), (6
         x = _input(shape, gen, torch.float64)
         weight, bias = _params(dims, gen, torch.float64)
         report = _Report(lang, name, _grad_case(lang, shape, normalized_shape=normalized_shape, eps=eps),
-                         "ex:sec:07_derive")
+                         "ex:sec:07_derive", autograd=True)
         spec = _layer_spec(x, dims, eps)
         _check_backward(report, lambda a, w, b, shape=normalized_shape: apply(a, shape, w, b, eps), x, weight, bias,
                         lambda a, w, b, dims=dims: F.layer_norm(a, dims, w, b, eps), spec, spec.pool.dims)
@@ -122,16 +147,21 @@ def check_batch_norm_backward(function, lang: str = "en", *, shapes=((8, 3), (4,
     mode over ``(N, C)`` or ``(N, C, L)``: output against ``torch.nn.functional.batch_norm``,
     gradients against torch's autograd, then ``gradcheck``.
 
-    >>> bn = lambda x, w, b, eps: torch.nn.functional.batch_norm(x, None, None, w, b, training=True, eps=eps)
-    >>> check_batch_norm_backward(bn, "en")
-    passed: <lambda> (2 checks)
+    >>> def batch_norm(x, weight, bias, eps):        # right, but torch's autograd would find the gradients
+    ...     x_hat = (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + eps)
+    ...     return x_hat * weight + bias
+    >>> try:
+    ...     check_batch_norm_backward(batch_norm, "en", shapes=[(8, 3)])
+    ... except AssertionError as failure:
+    ...     print(failure.diagnoses)
+    ('no_backward',)
     """
     gen = _start(lang, function, seed)
     name, apply = _name(function, "BatchNormFunction"), _apply(function)
     for shape in shapes:
         x = _input(shape, gen, torch.float64)
         weight, bias = _params((shape[1],), gen, torch.float64)
-        report = _Report(lang, name, _grad_case(lang, shape, eps=eps), "ex:sec:07_derive")
+        report = _Report(lang, name, _grad_case(lang, shape, eps=eps), "ex:sec:07_derive", autograd=True)
         _check_backward(report, lambda a, w, b: apply(a, w, b, eps), x, weight, bias,
                         lambda a, w, b: F.batch_norm(a, None, None, w, b, training=True, eps=eps),
                         _batch_spec(x, eps), (1,))

@@ -2,6 +2,35 @@
 
 Each checker takes the student's class, built as ``cls(num_features, eps=…, momentum=…)`` like
 ``torch.nn.BatchNorm1d``, with ``weight``, ``bias``, ``running_mean`` and ``running_var``.
+
+>>> class BatchNorm(torch.nn.Module):
+...     def __init__(self, num_features, eps=1e-5, momentum=0.1):
+...         super().__init__()
+...         self.eps, self.momentum = eps, momentum
+...         self.weight = torch.nn.Parameter(torch.ones(num_features))
+...         self.bias = torch.nn.Parameter(torch.zeros(num_features))
+...         self.register_buffer("running_mean", torch.zeros(num_features))
+...         self.register_buffer("running_var", torch.ones(num_features))
+...         self.register_buffer("num_batches_tracked", torch.tensor(0))
+...     def forward(self, x):
+...         dims, view = (0, *range(2, x.dim())), (1, -1) + (1,) * (x.dim() - 2)
+...         if self.training:
+...             mean, var = x.mean(dims), x.var(dims, unbiased=False)
+...             with torch.no_grad():
+...                 self.num_batches_tracked += 1
+...                 m = 1 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+...                 self.running_mean.mul_(1 - m).add_(m * mean)
+...                 self.running_var.mul_(1 - m).add_(m * x.var(dims))
+...         else:
+...             mean, var = self.running_mean, self.running_var
+...         x_hat = (x - mean.reshape(view)) / torch.sqrt(var.reshape(view) + self.eps)
+...         return x_hat * self.weight.reshape(view) + self.bias.reshape(view)
+>>> check_batch_norm_train(BatchNorm, "en")
+passed: BatchNorm (2 checks)
+>>> check_batch_norm_running(BatchNorm, "en", momentum=None)
+passed: BatchNorm (4 checks)
+>>> check_batch_norm_eval(BatchNorm, "ko")
+통과: BatchNorm (검사 2개)
 """
 
 from __future__ import annotations
@@ -51,8 +80,11 @@ def check_batch_norm_train(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)),
     ``torch.nn.Module`` with ``weight``, ``bias``, ``running_mean``, ``running_var``, on inputs
     ``(N, C)`` and ``(N, C, L)``, against ``torch.nn.functional.batch_norm(training=True)``.
 
-    >>> check_batch_norm_train(torch.nn.BatchNorm1d, "en")
-    passed: BatchNorm1d (2 checks)
+    >>> try:
+    ...     check_batch_norm_train(torch.nn.BatchNorm1d, "en")      # torch's own: delegating does not score
+    ... except AssertionError as failure:
+    ...     print(str(failure).splitlines()[1][:42])
+      • your code called torch.nn.BatchNorm1d,
     """
     gen = _start(lang, cls, seed, module=True)
     for shape in shapes:
@@ -112,10 +144,7 @@ def check_batch_norm_running(cls, lang: str = "en", *, momentum: Optional[float]
     a few training batches against ``torch.nn.BatchNorm1d`` (PyTorch's convention
     ``running ← (1 − momentum)·running + momentum·batch``, the unbiased batch variance in
     ``running_var``, ``momentum=None`` for the cumulative average), and that evaluation mode
-    leaves them alone.
-
-    >>> check_batch_norm_running(torch.nn.BatchNorm1d, "en", momentum=None)
-    passed: BatchNorm1d (4 checks)
+    leaves them alone (the module's docstring shows a class that passes).
     """
     gen = _start(lang, cls, seed, module=True)
     data = [_input(shape, gen, torch.float64, offset=2.0 * k) for k in range(batches)]
@@ -154,10 +183,7 @@ def check_batch_norm_eval(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)), 
                           seed: int = 0) -> None:
     """Check evaluation mode (``module.eval()``): the output normalizes with ``running_mean`` and
     ``running_var`` (set here to random values) and changes neither; against
-    ``torch.nn.functional.batch_norm(training=False)``.
-
-    >>> check_batch_norm_eval(torch.nn.BatchNorm1d, "en")
-    passed: BatchNorm1d (2 checks)
+    ``torch.nn.functional.batch_norm(training=False)`` (the module's docstring shows a class that passes).
     """
     gen = _start(lang, cls, seed, module=True)
     for shape in shapes:

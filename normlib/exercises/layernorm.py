@@ -1,8 +1,11 @@
 """Assignment 1 (LayerNorm): the statistics, then the whole layer.
 
 >>> import torch
->>> check_layer_norm(torch.nn.functional.layer_norm, "en")     # torch itself passes
-passed: layer_norm (6 checks)
+>>> try:
+...     check_layer_norm(torch.nn.functional.layer_norm, "en")     # torch's own: delegating does not score
+... except AssertionError as failure:
+...     print(failure.diagnoses)
+('delegated',)
 >>> def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 ...     dims = tuple(range(x.dim() - len(normalized_shape), x.dim()))
 ...     mean = x.mean(dims, keepdim=True)
@@ -94,7 +97,10 @@ def check_layer_norm(fn: Callable, lang: str = "en", *, cases=LAYER_CASES, eps: 
     ``weight=None, bias=None``; ``normalized_shape`` is passed as given (int, tuple, list or
     ``torch.Size``).
 
-    >>> check_layer_norm(torch.nn.functional.layer_norm, "ko", cases=[((2, 4), (4,))])
+    >>> def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    ...     x_hat = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)
+    ...     return x_hat if weight is None else x_hat * weight + bias
+    >>> check_layer_norm(layer_norm, "ko", cases=[((2, 4), (4,))])
     통과: layer_norm (검사 2개)
     """
     gen = _start(lang, fn, seed)
