@@ -1,0 +1,487 @@
+"""Feedback pages a student can read anywhere (tools/feedback_pages.py, the template
+assignments/templates/feedback_page/, set up by assignments/nbgrader_config.py).
+
+A small class hands in assignment 1 in both languages (01_layernorm_ko and _en): a correct
+student, a partial one (ε added outside the square root) and one whose code raises. The course is
+a copy of assignments/, driven as a teacher does, through tools/classroom.py's command line
+(release → autograde → feedback); a grader's comment is added to the gradebook before the
+feedback, as the formgrader would. Then every page written to
+feedback/<student>/<assignment>/01_layernorm.html
+
+* speaks the assignment's language: nbgrader's interface words ("Student's answer", "Score",
+  "Comments", the test cells' headings …) and the traceback's headings, <html lang>;
+* shows no absolute path of the grading machine (the book's folder, the course's, the Python
+  environment's, the home and temporary folders, or any other);
+* shows, for each failed test, the checker's explanation (CheckFailed's message, in the student's
+  language) before the traceback, whose frames are the notebook's cells only: normlib's and
+  torch's are replaced by one line saying so, the student's line and its arrow stay;
+* is one file of reasonable size that, opened from disk in headless Chromium with every request
+  but the page itself refused, makes no request, typesets its math with the inlined MathJax (no
+  raw $$ left) and draws every visible Hangul with the inlined NanumGothic (asked of Chromium
+  through the DevTools protocol, as tests/test_browser.py does).
+
+The functions that shorten tracebacks and remove paths are also tested alone (fast, no nbgrader).
+Without Chromium or Playwright the browser test skips, except on CI (CI=true), where it fails.
+A screenshot of each page goes to test-artifacts/feedback/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+
+from helpers import ROOT, has_hangul, running_in_ci
+from tools import feedback_pages
+
+STEM = "01_layernorm"
+NAMES = [f"{STEM}_ko", f"{STEM}_en"]
+TIMEOUT = 20                       # seconds per cell while grading (a correct test cell takes well under one)
+MAX_PAGE_MB = 3.5                  # MathJax 1.2 MB, its fonts 0.5 MB, NanumGothic 1 MB, the notebook
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = ROOT / "test-artifacts" / "feedback"
+COMMENT = {"ko": "eps를 어디에 더하는지 4장의 공식과 비교해 보세요.", "en": "Compare where you add eps with chapter 4's formula."}
+
+# nbgrader's and IPython's English words: none may be left on a Korean page.
+ENGLISH_WORDS = ["Student's answer", "Score", "Comments", "Grade cell", "Test cell", "(Top)", "Coding free-response",
+                 "Written response", "Late submission", "No response", "Traceback (most recent call last)",
+                 "The above exception", "During handling", "Cell In[", "In\xa0[", "Out["]
+classroom = pytest.mark.classroom
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _solutions(course: Path, name: str) -> dict[str, str]:
+    """The teacher's answers: each solution cell of the source without the markers."""
+    source = json.loads((course / "source" / name / f"{STEM}.ipynb").read_text(encoding="utf-8"))
+    return {c["metadata"]["nbgrader"]["grade_id"]: "\n".join(
+                line for line in _source(c).splitlines() if "### BEGIN SOLUTION" not in line
+                and "### END SOLUTION" not in line)
+            for c in source["cells"] if c["metadata"].get("nbgrader", {}).get("solution")}
+
+
+def _edit(code: str, old: str, new: str) -> str:
+    assert old in code, f"the solution no longer contains {old!r}: update the synthetic class"
+    return code.replace(old, new)
+
+
+def _class(course: Path, name: str) -> dict[str, tuple[dict[str, str], int]]:
+    """student → (solution cells as handed in, expected points of 5)."""
+    right = _solutions(course, name)
+    partial = dict(right, layer_norm=_edit(right["layer_norm"], "torch.sqrt(var + eps)", "(torch.sqrt(var) + eps)"))
+    raises = dict(right, layer_norm_stats=_edit(right["layer_norm_stats"], "    mean = x.mean(",
+                                                "    raise ValueError('not finished')\n    mean = x.mean("))
+    return {"correct": (right, 5), "partial": (partial, 2), "raises": (raises, 0)}
+
+
+def _classroom(course: Path, *args: str) -> str:
+    """``python tools/classroom.py ARGS --course COURSE`` (what the Makefile's targets run)."""
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "classroom.py"), *args, "--course", str(course)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert result.returncode == 0, f"classroom.py {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+    return result.stdout
+
+
+def _comment(course: Path, student: str, name: str, text: str) -> None:
+    """A grader's comment on the student's layer_norm, as the formgrader would save it."""
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        comment = gradebook.find_comment("layer_norm", STEM, name, student)
+        comment.manual_comment = text
+        gradebook.db.commit()
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """A copy of assignments/ (sources, config, templates), released, handed in, autograded,
+    commented and given feedback, all through tools/classroom.py."""
+    course = tmp_path_factory.mktemp("feedback") / "assignments"
+    shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns(
+        "release", "submitted", "autograded", "feedback", "gradebook.db*", "*.csv", ".ipynb_checkpoints"))
+    _classroom(course, "release", *NAMES)
+    for name in NAMES:
+        release = json.loads((course / "release" / name / f"{STEM}.ipynb").read_text(encoding="utf-8"))
+        for student, (answers, _) in _class(course, name).items():
+            nb = json.loads(json.dumps(release))
+            for cell in nb["cells"]:
+                grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+                if grade_id in answers:
+                    cell["source"] = answers[grade_id]
+            folder = course / "submitted" / f"{student}_{name[-2:]}" / name
+            folder.mkdir(parents=True)
+            (folder / f"{STEM}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    _classroom(course, "autograde", *NAMES, "--timeout", str(TIMEOUT))
+    for name in NAMES:
+        _comment(course, f"partial_{name[-2:]}", name, COMMENT[name[-2:]])
+    _classroom(course, "feedback", *NAMES)
+    return course
+
+
+@pytest.fixture(scope="module")
+def pages(course) -> dict[tuple[str, str], Path]:
+    """(student, language) → the feedback page."""
+    found = {}
+    for name in NAMES:
+        for student in _class(course, name):
+            found[(student, name[-2:])] = course / "feedback" / f"{student}_{name[-2:]}" / name / f"{STEM}.html"
+    return found
+
+
+def _soup(page: Path) -> BeautifulSoup:
+    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+
+
+def _visible_text(soup: BeautifulSoup) -> str:
+    for tag in soup(["script", "style"]):
+        tag.decompose()
+    return soup.get_text(" ")
+
+
+# --------------------------------------------------------------------------- the pages, read
+
+@classroom
+def test_every_student_gets_a_page_with_the_score(course, pages):
+    for (student, lang), page in pages.items():
+        assert page.exists(), f"no feedback page for {student}_{lang}: {sorted(p.name for p in page.parent.parent.glob('*'))}"
+        expected = _class(course, f"{STEM}_{lang}")[student][1]
+        word = feedback_pages.STRINGS[lang]["score"]
+        heading = _soup(page).find("h4").get_text(" ")
+        assert re.search(rf"{word}: {expected}(\.0)? / 5(\.0)?", heading), f"{student}_{lang}: {heading!r}"
+
+
+@classroom
+def test_interface_words_are_in_the_assignments_language(pages):
+    for (student, lang), page in pages.items():
+        soup = _soup(page)
+        assert soup.html.get("lang") == lang, f"{student}_{lang}: <html lang={soup.html.get('lang')!r}>"
+        text = _visible_text(soup)
+        words = feedback_pages.STRINGS[lang]
+        for key in ("score", "top", "your_answer", "test_cell", "assignment", "student"):
+            assert words[key] in text, f"{student}_{lang}: {words[key]!r} ({key}) is not on the page"
+        if lang == "ko":
+            left = [w for w in ENGLISH_WORDS if w in text]
+            assert not left, f"{student}_ko: English interface words on the Korean page: {left}"
+        else:
+            other = feedback_pages.STRINGS["ko"]
+            left = [other[k] for k in ("score", "your_answer", "test_cell", "check_says", "where") if other[k] in text]
+            assert not left, f"{student}_en: Korean interface words on the English page: {left}"
+        if student != "correct":
+            for key in ("check_says", "where", "traceback", "see_above"):
+                assert words[key] in text, f"{student}_{lang}: {words[key]!r} ({key}) is not on the page"
+
+
+@classroom
+def test_a_graders_comment_is_shown_under_its_label(pages):
+    for lang in ("ko", "en"):
+        text = _visible_text(_soup(pages[("partial", lang)]))
+        label = feedback_pages.STRINGS[lang]["comment"]
+        assert f"{label}: {COMMENT[lang]}" in re.sub(r"\s+", " ", text), f"partial_{lang}: the comment is missing"
+
+
+@classroom
+def test_no_absolute_path_of_the_grading_machine(course, pages):
+    machine = {str(ROOT), str(ROOT.resolve()), str(course), str(course.resolve()), sys.prefix, sys.base_prefix,
+               str(Path.home()), tempfile.gettempdir() + "/", "site-packages", "dist-packages"}
+    machine = {m for m in machine if len(m) > 2}
+    absolute = re.compile(r"(?<![\w.:/\\-])/(?:home|root|tmp|work|usr|opt|Users|var|mnt|srv|private|nix)/"
+                          r"|\b[A-Za-z]:\\\\?[\w .-]+\\")
+    for (student, lang), page in pages.items():
+        html = page.read_text(encoding="utf-8")
+        found = sorted(m for m in machine if m in html)
+        assert not found, f"{student}_{lang}: the page holds {found}"
+        text = _visible_text(BeautifulSoup(html, "html.parser"))
+        assert not absolute.findall(text), f"{student}_{lang}: absolute paths {absolute.findall(text)[:5]}"
+
+
+def _errors(page: Path) -> list[dict]:
+    """Each error output: its explanation, its traceback, and which comes first."""
+    out = []
+    for block in _soup(page).select("div.output_error"):
+        explanation, traceback = block.select_one(".fp-explanation"), block.select_one("pre.fp-traceback")
+        html = str(block)
+        out.append({
+            "explanation": explanation.get_text() if explanation else "",
+            "traceback": traceback.get_text() if traceback else "",
+            "first": explanation is not None and traceback is not None
+            and html.index("fp-explanation") < html.index("fp-traceback"),
+        })
+    return out
+
+
+@classroom
+def test_a_failed_test_explains_first_and_hides_the_checkers_frames(pages):
+    diagnosis = {"ko": "eps는 제곱근 안에 들어갑니다", "en": "eps belongs under the square root"}
+    raised = {"ko": "호출하자 예외가 발생했습니다: ValueError: not finished",
+              "en": "ValueError: not finished"}
+    for lang in ("ko", "en"):
+        words = feedback_pages.STRINGS[lang]
+        errors = {s: _errors(pages[(s, lang)]) for s in ("correct", "partial", "raises")}
+        assert errors["correct"] == [], f"correct_{lang}: {errors['correct']}"
+        assert len(errors["partial"]) == 1 and len(errors["raises"]) >= 2, (lang, errors)
+        for student in ("partial", "raises"):
+            for error in errors[student]:
+                assert error["first"], f"{student}_{lang}: the traceback comes before the explanation"
+                tb = error["traceback"]
+                for frame in ("exercises/", "_report.py", "layernorm.py", "torch/", "File "):
+                    assert frame not in tb, f"{student}_{lang}: the traceback still shows {frame!r}:\n{tb}"
+                if error["explanation"].lstrip().startswith(words["check_says"]):     # a CheckFailed
+                    assert re.search(r"⋯ .*normlib", tb), \
+                        f"{student}_{lang}: no line saying the checker's frames are hidden:\n{tb}"
+        partial = errors["partial"][0]
+        assert partial["explanation"].lstrip().startswith(words["check_says"])
+        assert diagnosis[lang] in partial["explanation"], partial["explanation"]
+        assert "----> 1 check_layer_norm(layer_norm, LANG)" in partial["traceback"], partial["traceback"]
+        assert partial["traceback"].rstrip().endswith(f"CheckFailed: {words['see_above']}"), partial["traceback"]
+        for error in errors["raises"][:2]:           # the two tests: the student's line, with its arrow
+            assert raised[lang] in error["explanation"], error["explanation"]
+            assert re.search(r"----> 6\s+raise ValueError\('not finished'\)", error["traceback"]), error["traceback"]
+            assert words["cell_line"].format(cell=3, line=6) in error["traceback"], error["traceback"]
+            assert words["cause"] in error["traceback"], error["traceback"]
+
+
+@classroom
+def test_each_page_is_one_file_of_reasonable_size_loading_nothing(pages):
+    for (student, lang), page in pages.items():
+        beside = [p.name for p in page.parent.iterdir() if p != page and p.name != "timestamp.txt"]   # nbgrader's
+        assert not beside, f"{student}_{lang}: the page needs {beside} beside it"
+        size = page.stat().st_size
+        assert size < MAX_PAGE_MB * 1e6, f"{student}_{lang}: {size / 1e6:.2f} MB"
+        soup = _soup(page)
+        loading = [(t.name, t.get("src") or t.get("href")) for t in soup.find_all(["script", "link", "img", "iframe"])
+                   if t.get("src") or (t.name == "link" and t.get("href"))]
+        assert not loading, f"{student}_{lang}: the page loads {loading}"
+        html = page.read_text(encoding="utf-8")
+        # (the inlined MathJax names CDN addresses of parts it never loads here: the browser test watches)
+        assert "cdnjs.cloudflare.com/ajax/libs/mathjax" not in html and "%%URL%%/MathJax" not in html
+        assert "data:font/woff;base64," in html, f"{student}_{lang}: MathJax's fonts are not inlined"
+        hangul = has_hangul(_visible_text(_soup(page)))
+        assert ('font-family: "NanumGothic"' in html) == hangul, f"{student}_{lang}: NanumGothic {'missing' if hangul else 'needless'}"
+    sizes = {f"{s}_{lang}": round(p.stat().st_size / 1e6, 2) for (s, lang), p in pages.items()}
+    print(f"\nfeedback page sizes (MB): {sizes}")
+
+
+# --------------------------------------------------------------------------- the pages, in Chromium
+
+MEASURE = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await document.fonts.ready;
+  const rendered = Array.from(document.querySelectorAll('.rendered_html'));
+  return {
+    mathjax: !!(window.MathJax && MathJax.version),
+    mjx: document.querySelectorAll('mjx-container').length,
+    mathErrors: Array.from(document.querySelectorAll('mjx-merror')).map(e => e.textContent.slice(0, 60)),
+    rawTex: rendered.map(e => e.innerText).filter(t => /\\$\\$|\\\\frac|\\\\sqrt/.test(t)).map(t => t.slice(0, 80)),
+    hangul: (document.body.innerText.match(/[\\uac00-\\ud7a3]/g) || []).length,
+    nanum: Array.from(document.fonts).filter(f => f.family.replace(/["']/g, '') === 'NanumGothic').map(f => f.status),
+  };
+}"""
+
+MARK_HANGUL = """() => {
+  const texts = [];
+  for (const e of document.querySelectorAll('body *')) {
+    const own = Array.from(e.childNodes).filter(c => c.nodeType === Node.TEXT_NODE).map(c => c.textContent).join('');
+    if (/[\\uac00-\\ud7a3]/.test(own) && e.getClientRects().length) {
+      e.setAttribute('data-hangul-probe', String(texts.length));
+      texts.push(own.trim().slice(0, 40));
+    }
+  }
+  return texts;
+}"""
+
+
+def _hangul_without_nanum(page) -> tuple[int, list[str]]:
+    """(elements with Hangul, those Chromium drew with another font than NanumGothic)."""
+    texts = page.evaluate(MARK_HANGUL)
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        bad = []
+        for node in cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-hangul-probe]"})["nodeIds"]:
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+            if fonts and not any("nanum" in f["familyName"].lower() for f in fonts):
+                attributes = cdp.send("DOM.getAttributes", {"nodeId": node})["attributes"]
+                text = texts[int(attributes[attributes.index("data-hangul-probe") + 1])]
+                bad.append(f"{text!r} drawn with {', '.join(f['familyName'] for f in fonts)}")
+        return len(texts), bad
+    finally:
+        cdp.detach()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    def unavailable(msg: str):
+        if running_in_ci():
+            pytest.fail(msg + " (CI=true: the feedback pages must be checked in a browser)")
+        pytest.skip(msg)
+
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} not found: install Chromium (apt-get install chromium) to check the feedback pages")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("Python Playwright is not installed: pip install -r requirements.txt")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def _visit(browser, path: Path, screenshot: Path) -> dict:
+    """Open ``path`` from disk, as a student opens an attachment, every request but the page
+    refused: what the page reported, the requests it made, its JavaScript errors, its Hangul."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1,
+                                  service_workers="block")
+    url = path.as_uri()
+    requests, errors = [], []
+    elsewhere = lambda u: u != url and not u.startswith(("data:", "blob:"))
+    context.route(elsewhere, lambda route: route.abort())       # nothing leaves the machine
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.on("request", lambda r: elsewhere(r.url) and requests.append(r.url))
+        page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+        page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+        page.goto(url, wait_until="load")
+        facts = page.evaluate(MEASURE)
+        facts["probed"], facts["tofu"] = _hangul_without_nanum(page)
+        page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        context.close()
+    return dict(facts, requests=requests, errors=errors)
+
+
+@classroom
+@pytest.mark.browser
+def test_pages_render_offline_in_chromium(chromium, pages):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for (student, lang), path in pages.items():
+        name = f"{student}_{lang}"
+        facts = _visit(chromium, path, ARTIFACTS / f"{name}.png")
+        problems += [f"{name}: request {u}" for u in facts["requests"]] + [f"{name}: {e}" for e in facts["errors"]]
+        if not facts["mathjax"] or facts["mjx"] < 2:
+            problems.append(f"{name}: MathJax typeset {facts['mjx']} formulas (MathJax loaded: {facts['mathjax']})")
+        problems += [f"{name}: TeX left raw: {t!r}" for t in facts["rawTex"]]
+        problems += [f"{name}: MathJax error: {t!r}" for t in facts["mathErrors"]]
+        if lang == "ko":
+            if facts["hangul"] < 200 or facts["probed"] < 20:
+                problems.append(f"{name}: hardly any Hangul on the Korean page ({facts['hangul']} characters)")
+            if not facts["nanum"] or any(s != "loaded" for s in facts["nanum"]):
+                problems.append(f"{name}: NanumGothic faces {facts['nanum']}")
+        problems += [f"{name}: Hangul not in NanumGothic: {t}" for t in facts["tofu"]]
+    assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- the parts, alone (fast)
+
+SHELL = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+config = Config()
+config.HistoryManager.enabled = False
+shell = InteractiveShell.instance(config=config)
+captured = {}
+shell._showtraceback = lambda etype, evalue, stb: captured.update(ename=etype.__name__, evalue=str(evalue), traceback=stb)
+shell.run_cell(sys.stdin.read(), store_history=True)
+print(json.dumps(captured))
+"""
+
+
+def _traceback_of(code: str, tmp_path: Path) -> dict:
+    """The error output IPython gives for ``code`` run as a notebook cell (in a separate
+    process: IPython's shell is a singleton with a history file)."""
+    result = subprocess.run([sys.executable, "-c", SHELL], input=code, cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, check=True, env=dict(os.environ, IPYTHONDIR=str(tmp_path)))
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_traceback_keeps_the_notebooks_cells_only(tmp_path):
+    """A real IPython traceback through normlib's checker: the notebook's lines stay, the
+    checker's frames become one line naming normlib, the headings are translated."""
+    error = _traceback_of(
+        "from normlib.exercises import check_layer_norm_stats\n"
+        "def stats(x, shape):\n"
+        "    raise ValueError('not finished')\n"
+        "check_layer_norm_stats(stats, 'ko')\n", tmp_path)
+    assert error["ename"] == "CheckFailed", error
+    before = "\n".join(feedback_pages.plain(e) for e in error["traceback"])
+    assert "_report.py" in before and "Traceback (most recent call last)" in before
+    after = "\n".join(feedback_pages.plain(e) for e in feedback_pages.filter_traceback(error["traceback"], "CheckFailed", "ko"))
+    assert "_report.py" not in after and "File " not in after and "normlib/" not in after, after
+    assert "normlib 안의 단계" in after and "생략했습니다" in after, after
+    assert "raise ValueError('not finished')" in after and "---->" in after, after
+    assert "트레이스백 (가장 최근 호출이 마지막)" in after and "위 예외가 아래 예외의 직접 원인입니다:" in after, after
+    assert after.rstrip().endswith("CheckFailed: 위의 설명을 보세요"), after
+    english = "\n".join(feedback_pages.plain(e) for e in feedback_pages.filter_traceback(error["traceback"], "CheckFailed", "en"))
+    assert re.search(r"⋯ \d frames? inside normlib hidden", english) and "Traceback (most recent call last)" in english
+
+
+def test_paths_of_the_machine_are_removed():
+    course = Path(tempfile.gettempdir()) / "class" / "assignments"
+    prefixes = feedback_pages._prefixes(course)
+    torch_file = next(Path(p) for p in sys.path if (Path(p) / "torch" / "__init__.py").exists()) / "torch" / "nn" / "functional.py"
+    text = (f"File {ROOT / 'normlib' / 'exercises' / '_report.py'}:80\n"
+            f"{torch_file}:2900: UserWarning\n"
+            f"cwd {course / 'autograded' / 'kim' / 'x.ipynb'}\n"
+            f"home {Path.home() / 'notes.txt'}\n"
+            "elsewhere /srv/school/2025/grades.csv and C:\\Users\\teacher\\class\\a.ipynb\n"
+            "coloured \x1b[32m/srv/school/notes.py:3\x1b[39m\n"
+            "kept: https://github.com/normlib-book/normalization-layers/a/b, 1/2/3, (x − μ) / sqrt(σ² + eps)")
+    clean = feedback_pages.scrub_paths(text, prefixes)
+    assert "File normlib/exercises/_report.py:80" in clean, clean
+    assert "torch/nn/functional.py:2900" in clean and "autograded/kim/x.ipynb" in clean, clean
+    assert "~/notes.txt" in clean and "…/grades.csv" in clean and "…\\a.ipynb" in clean, clean
+    assert "\x1b[32m…/notes.py:3\x1b[39m" in clean, clean
+    assert "https://github.com/normlib-book/normalization-layers/a/b, 1/2/3, (x − μ) / sqrt(σ² + eps)" in clean
+    for secret in (str(ROOT), str(course), sys.prefix, str(Path.home()) + "/", "/srv/", "C:\\Users"):
+        assert secret not in clean, (secret, clean)
+
+
+def test_the_preprocessor_words_a_page_in_the_assignments_language(monkeypatch):
+    monkeypatch.setattr(feedback_pages, "assets", lambda log=print: None)     # no vendoring here
+    nb = nbformat.v4.new_notebook()
+    answer = nbformat.v4.new_code_cell("raise NotImplementedError()")
+    answer.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "stats", "comment": "No response."}
+    test = nbformat.v4.new_code_cell("check(stats)")
+    test.outputs = [nbformat.v4.new_output("error", ename="CellTimeoutError", evalue="A cell timed out …",
+                                           traceback=[]),
+                    nbformat.v4.new_output("stream", name="stderr", text=f"{sys.prefix}/lib/x.py:1: UserWarning")]
+    nb.cells = [answer, test]
+    for lang in ("ko", "en"):
+        page = json.loads(json.dumps(nb))
+        page = nbformat.from_dict(page)
+        _, resources = feedback_pages.FeedbackPage().preprocess(page, {"nbgrader": {"assignment": f"01_layernorm_{lang}"}})
+        words = feedback_pages.STRINGS[lang]
+        assert resources["feedback_page"]["lang"] == lang and resources["feedback_page"]["t"] is words
+        assert page.cells[0].metadata.nbgrader.comment == words["no_response"]
+        assert page.cells[1].outputs[0].evalue == words["timeout"] and page.cells[1].outputs[0].traceback == []
+        assert sys.prefix not in page.cells[1].outputs[1].text
+    assert feedback_pages.language("04_axes_groupnorm_ko") == "ko"
+    assert feedback_pages.language("04_axes_groupnorm_en") == "en"
+
+
+def test_the_course_config_sets_the_feedback_pipeline():
+    from traitlets.config.loader import PyFileConfigLoader
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
+    assert feedback_pages.FeedbackPage in config.GenerateFeedback.preprocessors
+    assert config.GenerateFeedback.preprocessors[0].__name__ == "GetGrades"
+    assert config.GenerateFeedback.HTMLExporter.template_name == feedback_pages.TEMPLATE
+    folder = Path(config.GenerateFeedback.HTMLExporter.extra_template_basedirs[0]) / feedback_pages.TEMPLATE
+    assert (folder / "index.html.j2").exists() and (folder / "conf.json").exists()
+    assert "template_name" not in config.HTMLExporter, "the formgrader's templates must stay nbgrader's"
