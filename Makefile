@@ -104,7 +104,10 @@ assignments-release: $(STAMP)
 	$(CLASSROOM) release --course $(COURSE) $(ASSIGNMENTS)
 
 ## Autograde assignments/submitted/<student>/<assignment>/ (nbgrader autograde; TIMEOUT=seconds per
-## cell overrides nbgrader_config.py, FORCE=1 regrades) and export every grade to assignments/grades.csv.
+## cell overrides nbgrader_config.py, FORCE=1 regrades) and write the assignments graded (those with
+## submissions, or ASSIGNMENTS) to assignments/grades.csv: one row per student, graded / not submitted /
+## not graded, UTF-8 with a byte order mark for Excel. Whatever is in the wrong place is named with what
+## to do (exit status 1); everyone else is graded.
 autograde: $(STAMP)
 	$(CLASSROOM) autograde --course $(COURSE) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(FORCE),--force) $(ASSIGNMENTS)
 

@@ -40,5 +40,64 @@ c.Execute.interrupt_on_timeout = True
 # read-only cells are restored from the gradebook by nbgrader's checksums in any case.
 c.OverwriteCells.add_missing_cells = True
 
+# Regrading reports only real changes. nbgrader saves a test cell's checksum in the gradebook from
+# the source, hidden tests included, but the release (and so every untouched submission) holds the
+# cell without them: nbgrader's OverwriteCells then says "Attribute 'checksum' for cell … has
+# changed!" for every test cell with hidden tests of every submission, on every autograde
+# (jupyter/nbgrader#1961). This one first compares such a cell with its released text, the
+# gradebook's source cleared by nbgrader's own ClearHiddenTests: an untouched cell gets its hidden
+# tests back silently; any other change is still reported, and the cell restored, as before.
+from nbgrader.api import MissingEntry  # noqa: E402
+from nbgrader.converters.autograde import Autograde  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells  # noqa: E402
+
+
+class OverwriteCellsWithHiddenTests(OverwriteCells):
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        try:
+            source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id) if grade_id \
+                else None
+        except MissingEntry:
+            source = None
+        if source is not None and source.locked and cell.source != source.source:
+            released = cell.copy()
+            released.source = source.source
+            ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
+            if cell.source == released.source:
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+c.Autograde.sanitize_preprocessors = [OverwriteCellsWithHiddenTests if p is OverwriteCells else p
+                                      for p in Autograde.class_traits()["sanitize_preprocessors"].default()]
+
 # What replaces a solution in the release, in both languages (the notebooks are Korean or English).
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE (여기에 코드를 작성하세요)\nraise NotImplementedError()"}
+
+# Feedback pages a student can read anywhere (tools/feedback_pages.py): in the assignment's language
+# (_ko/_en), no path of this machine, each failed test's explanation above a traceback cut down to the
+# notebook's cells, and the book's vendored MathJax and NanumGothic inlined, so that the page makes no
+# request at all. nbgrader's pipeline stays (GenerateFeedback): one more preprocessor and the template
+# templates/feedback_page/, set for GenerateFeedback only. tools/ is the book's, beside this folder; for
+# a copy of this folder elsewhere (the tests make one), beside the normlib installed from the book.
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+
+
+def _book_with_tools():
+    spec = importlib.util.find_spec("normlib")
+    for root in (HERE.parent, spec and spec.origin and Path(spec.origin).resolve().parent.parent):
+        if root and (root / "tools" / "feedback_pages.py").exists():
+            return root
+    return None
+
+
+_BOOK = _book_with_tools()
+if _BOOK is None:
+    print(f"{__file__}: tools/feedback_pages.py not found beside this folder: nbgrader's own feedback pages",
+          file=sys.stderr)
+else:
+    if str(_BOOK) not in sys.path:
+        sys.path.insert(0, str(_BOOK))
+    importlib.import_module("tools.feedback_pages").configure(c, HERE)

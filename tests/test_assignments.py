@@ -5,22 +5,40 @@
 * tools/classroom.py release (what `make assignments-release` runs): nbgrader generate_assignment
   for all eight, nbgrader validate: every source scores full marks, every release zero; a
   release contains no line of a solution and no hidden test.
-* A class of synthetic submissions, each made by editing the released notebook as a student would,
-  autograded (tools/classroom.py autograde → nbgrader autograde, nbgrader export) with a short
-  per-cell timeout: the grades in grades.csv are the expected ones, exactly, for every student;
-  then nbgrader generate_feedback writes one HTML page per graded student.
+* A class of synthetic submissions, each made by editing the released notebook as a student would
+  (correct, partial, raising, looping, deleting and reordering cells, editing test cells,
+  untouched, swallowing the interrupt) or handing it in wrongly (misnamed as a browser's second
+  download, no notebook, not JSON, outside an assignment's folder, in a folder that is no
+  assignment), plus a student of students.csv (UTF-8 with a BOM, Korean names) who handed in
+  nothing, autograded once by tools/classroom.py autograde with a short per-cell timeout:
+  grades.csv holds the one assignment handed in, every student's status and exact grade, the
+  timestamps; the console shows each student and the file's counts; every problem is named with
+  its cause and remedy and the others are graded; nbgrader's checksum warning comes only for the
+  edited test cells. Then nbgrader generate_feedback writes one HTML page per graded student.
+* What a teacher can get wrong without any kernel started (a course with a gradebook and nothing
+  released): no submitted/, an assignment never released, a students.csv Excel's plain CSV made
+  or without an id column; the commands printed run as printed (nbgrader from a plain shell, the
+  make target under make).
 
 Slow by nature (every notebook starts a kernel that imports torch). The class runs on one
-assignment; the other seven are validated only. No timing is asserted.
+assignment; the other seven are validated only. No timing is asserted. Regrading with --force,
+with nbgrader called by hand, is in tests/test_classroom_shell.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
+import os
 import re
+import shlex
 import shutil
+import subprocess
+import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -117,6 +135,9 @@ def test_the_course_config_sets_a_cell_timeout_and_restores_deleted_tests():
     assert config.Execute.interrupt_on_timeout is True
     assert config.OverwriteCells.add_missing_cells is True
     assert config.CourseDirectory.db_url.endswith("/assignments/gradebook.db")
+    # regrading reports only real changes: nbgrader's OverwriteCells, aware of hidden tests
+    overwrite = [p for p in config.Autograde.sanitize_preprocessors if p.__name__.startswith("OverwriteCells")]
+    assert [p.__name__ for p in overwrite] == ["OverwriteCellsWithHiddenTests"]
 
 
 # --------------------------------------------------------------------------- release and validate, all eight
@@ -194,7 +215,8 @@ FORWARD = "    def forward(self, x):\n"
 
 
 def _class(course: Path) -> dict:
-    """Submissions as students would make them from the release: student → (cell edits, expected points)."""
+    """Submissions as students would make them from the release: student → (cell edits, expected
+    points, changes); points None: nbgrader cannot grade it."""
     right = _solution_body(course)
     biased = _edit(right, RUNNING_VAR, "self.running_var.mul_(1 - m).add_(m * var)")
     raises = _edit(right, EVAL_STATS, 'raise RuntimeError("evaluation mode: not finished")')
@@ -207,21 +229,52 @@ def _class(course: Path) -> dict:
         "                time.sleep(0.05)\n"
         "            except BaseException:\n"
         "                pass\n"))
+    # hands the whole task to torch: the checkers' guard fails every test (normlib/exercises/_guard.py)
+    delegating = "from torch import nn\n\n\nclass BatchNorm(nn.BatchNorm1d):\n    pass\n"
     # points of the four tests: train 2, running 2, eval 1, momentum=None 1
     return {
+        "delegating": ({"batch_norm": delegating}, 0, []),
         "correct": ({"batch_norm": right}, 6, []),
         "partial": ({"batch_norm": biased}, 2 + 0 + 1 + 0, []),        # biased running_var: tests 2 and 4 fail
         "raises": ({"batch_norm": raises}, 2 + 0 + 0 + 0, []),         # the running test also calls eval()
         "loops": ({"batch_norm": loops}, 0 + 2 + 1 + 1, []),           # test 1 times out, the rest are graded
         "deleted": ({"batch_norm": fixed_none}, 2 + 2 + 1 + 0, ["delete", "reorder"]),
         "edited": ({"batch_norm": biased, "test_running": "pass", "test_cumulative": "print('fine')"}, 3, []),
-        "deaf": ({"batch_norm": deaf}, 0, []),                        # swallows the interrupt: nothing graded
+        "untouched": ({}, 0, []),                                     # the release as handed out
+        "deaf": ({"batch_norm": deaf}, None, []),                     # swallows the interrupt: nothing graded
+        "misnamed": ({"batch_norm": right}, None, ["rename"]),       # what a browser's second download is called
+        "stray": ({"batch_norm": right}, None, ["stray"]),           # no assignment folder
+        "wrongdir": ({"batch_norm": right}, None, ["wrongdir"]),     # the folder without the language
+        "gutted": ({}, None, ["gut"]),          # the solution and its test deleted: nbgrader 0.9.6 fails (README)
     }
+
+
+# what else the class hands in: student → (what is in submitted/<student>/, the PROBLEM's cause, its remedy)
+NOT_NOTEBOOKS = {
+    "broken": ('{"cells": [', "02_batchnorm_ko: 02_batchnorm.ipynb is not a notebook: it is not JSON",
+               "ask the student for the notebook again (in Jupyter: File > Download), put it at "),
+    "nofile": (None, "02_batchnorm_ko: no notebook in ", "put the student's 02_batchnorm.ipynb there, then run: "),
+}
+CAUSES = {      # student → what the PROBLEM line says, and what its remedy line says
+    "misnamed": ("02_batchnorm_ko: `02_batchnorm (1).ipynb` is not graded: this file must be named `02_batchnorm.ipynb`",
+                 "rename "),
+    "stray": ("stray: 02_batchnorm.ipynb is directly in ", "move it into "),
+    "wrongdir": ("wrongdir/02_batchnorm: ", "rename the folder to the assignment it holds (02_batchnorm_en or "
+                 "02_batchnorm_ko), then run: "),
+    "gutted": ("02_batchnorm_ko: nbgrader could not grade it: KeyError: 'batch_norm'",
+               "see nbgrader's whole message: (cd "),
+    "deaf": (f"02_batchnorm_ko: the notebook's code did not stop when interrupted after the {TIMEOUT} s per cell in "
+             "the cell that starts `check_batch_norm_train(BatchNorm, LANG)`", "read "),
+    **{student: (cause, remedy) for student, (_, cause, remedy) in NOT_NOTEBOOKS.items()},
+}
+HANDED_IN = "2025-03-14 09:26:53"        # UTC: the modification time of the correct student's notebook
+ROSTER = "\ufeffid,first_name,last_name,email\nabsent,수민,김,sumin@example.org\ncorrect,Jiho,Park,\n"
 
 
 @pytest.fixture(scope="module")
 def graded(course, released):
-    """Hand the class in, autograde it, export grades.csv; returns (rows by student, broken, seconds)."""
+    """Hand the class in, autograde it with tools/classroom.py: (Grades, the rows of grades.csv by
+    student, the raw file, the console output, seconds)."""
     stem = CLASS.rsplit("_", 1)[0]
     release = json.loads((course / "release" / CLASS / f"{stem}.ipynb").read_text(encoding="utf-8"))
     for student, (edits, _, changes) in _class(course).items():
@@ -232,51 +285,147 @@ def graded(course, released):
         if "delete" in changes:       # two test cells and the first text cell go; nbgrader puts the tests back
             nb["cells"] = [c for i, c in enumerate(nb["cells"]) if i != 0 and c["metadata"].get("nbgrader", {})
                            .get("grade_id") not in ("test_eval", "test_cumulative")]
+        if "gut" in changes:
+            nb["cells"] = [c for c in nb["cells"] if c not in (cells["batch_norm"], cells["test_train"])]
         if "reorder" in changes:      # the running test moves to the end, the last text cell to the top
             order = nb["cells"]
             order.append(order.pop(order.index(cells["test_running"])))
             order.insert(0, order.pop(max(i for i, c in enumerate(order) if c["cell_type"] == "markdown")))
+        folder = course / "submitted" / student / {"stray": "", "wrongdir": stem}.get(student, CLASS)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{stem} (1).ipynb" if "rename" in changes else f"{stem}.ipynb"
+        (folder / name).write_text(json.dumps(nb), encoding="utf-8")
+    for student, (content, _, _) in NOT_NOTEBOOKS.items():
         folder = course / "submitted" / student / CLASS
         folder.mkdir(parents=True)
-        (folder / f"{stem}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
-    broken = course / "submitted" / "broken" / CLASS
-    broken.mkdir(parents=True)
-    (broken / f"{stem}.ipynb").write_text('{"cells": [', encoding="utf-8")      # not a notebook at all
-    (course / "students.csv").write_text("id,first_name,last_name\nabsent,Sumin,Kim\ncorrect,Jiho,Park\n",
-                                         encoding="utf-8")
+        if content is None:
+            (folder / "notes.txt").write_text("the notebook is on my other computer", encoding="utf-8")
+        else:
+            (folder / f"{stem}.ipynb").write_text(content, encoding="utf-8")
+    handed_in = datetime.strptime(HANDED_IN, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    os.utime(course / "submitted" / "correct" / CLASS / f"{stem}.ipynb", (handed_in, handed_in))
+    (course / "students.csv").write_text(ROSTER, encoding="utf-8")     # as Excel's "CSV UTF-8" saves it
     start = time.monotonic()
-    grades, failed = classroom.autograde(course, [CLASS], timeout=TIMEOUT)
+    console = io.StringIO()
+    make = os.environ.pop("MAKELEVEL", None)         # remedies name this script, as outside make
+    try:
+        with contextlib.redirect_stdout(console):
+            grades = classroom.autograde(course, timeout=TIMEOUT)
+    finally:
+        if make is not None:
+            os.environ["MAKELEVEL"] = make
     seconds = time.monotonic() - start
-    with grades.open(newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r["assignment"] == CLASS]
-    return {r["student_id"]: r for r in rows}, failed, seconds
+    raw = grades.path.read_bytes()
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+    return grades, {r["student_id"]: r for r in rows}, raw, console.getvalue(), seconds
+
+
+def _expected(course: Path) -> dict[str, float | None]:
+    """student → points; None: not graded; "absent": not submitted."""
+    expected = {student: points for student, (_, points, _) in _class(course).items()}
+    return {**expected, **dict.fromkeys(NOT_NOTEBOOKS), "absent": "absent"}
 
 
 def test_every_student_gets_exactly_the_expected_grade(course, graded):
-    rows, _, _ = graded
-    expected = {student: points for student, (_, points, _) in _class(course).items()}
-    expected.update(broken=0, absent=0)
-    assert sorted(rows) == sorted(expected), "grades.csv must list every student"
+    _, rows, _, _, _ = graded
+    expected = _expected(course)
+    assert sorted(rows) == sorted(expected), "grades.csv must list every student of submitted/ and students.csv"
     for student, points in expected.items():
-        assert float(rows[student]["score"]) == points, (student, rows[student])
-        assert float(rows[student]["max_score"]) == 6
-    assert rows["absent"]["last_name"] == "Kim"          # from students.csv
+        row = rows[student]
+        assert row["max_score"] == "6", row
+        if points == "absent":
+            assert (row["status"], row["score"], row["timestamp"]) == ("not submitted", "", ""), row
+        elif points is None:
+            assert (row["status"], row["score"]) == ("not graded", ""), row
+            assert row["note"] == next(p.cause for p in graded[0].problems if p.student == student), row
+        else:
+            assert (row["status"], float(row["score"])) == ("graded", points), row
+    assert (rows["absent"]["last_name"], rows["absent"]["first_name"]) == ("김", "수민")     # from students.csv
+    assert rows["absent"]["email"] == "sumin@example.org"
 
 
-def test_broken_submissions_are_named_and_the_rest_graded(graded):
-    rows, failed, _ = graded
-    assert sorted(failed) == [(CLASS, "broken"), (CLASS, "deaf")]
-    assert float(rows["correct"]["score"]) == 6
+def test_grades_csv_is_the_graded_assignment_only_and_opens_in_a_spreadsheet(graded):
+    _, rows, raw, _, _ = graded
+    assert raw.startswith(b"\xef\xbb\xbfassignment,student_id,"), "UTF-8 with a byte order mark, for Excel"
+    assert b"\r\n" in raw and "김".encode() in raw
+    header = raw.decode("utf-8-sig").splitlines()[0].split(",")
+    assert header == list(classroom.COLUMNS)
+    assert {r["assignment"] for r in rows.values()} == {CLASS}, "only the assignment that was handed in"
+    assert {r["status"] for r in rows.values()} == set(classroom.STATUSES)
+
+
+def test_timestamps_are_the_notebooks_modification_times(course, graded):
+    _, rows, _, _, _ = graded
+    stamped = datetime.strptime(HANDED_IN, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).astimezone()
+    assert rows["correct"]["timestamp"] == stamped.strftime("%Y-%m-%d %H:%M:%S")
+    assert all(r["timestamp"] for r in rows.values() if r["status"] == "graded")
+    written = (course / "submitted" / "correct" / CLASS / "timestamp.txt").read_text(encoding="utf-8")
+    assert written == f"{HANDED_IN}.000000 UTC\n"
+
+
+def test_the_console_shows_each_student_then_the_counts_of_the_file(course, graded):
+    grades, rows, _, console, _ = graded
+    for student, row in rows.items():
+        line = next(line for line in console.splitlines() if line.startswith(f"  {student} "))
+        if row["status"] == "graded":
+            assert re.search(rf"\s{re.escape(row['score'])} / 6\b", line), line
+        else:
+            assert row["status"] in line, line
+    counts = {status: sum(r["status"] == status for r in rows.values()) for status in classroom.STATUSES}
+    summary = console.strip().splitlines()[-1]
+    assert summary.startswith(f"{classroom.shown(grades.path)}: {len(rows)} rows, {len(rows)} students x 1 assignment")
+    assert all(f"{n} {status}" in summary for status, n in counts.items()), summary
+    assert counts == {"graded": 8, "not submitted": 1, "not graded": 7}
+
+
+def test_every_problem_says_what_to_do_and_the_rest_are_graded(course, graded):
+    grades, rows, _, console, _ = graded
+    assert sorted(p.student for p in grades.problems) == sorted(CAUSES)
+    for problem in grades.problems:
+        cause, remedy = CAUSES[problem.student]
+        assert str(problem) in console
+        printed = str(problem).splitlines()
+        assert len(printed) == 2 and printed[0].startswith(f"PROBLEM {problem.student}"), printed
+        assert cause in printed[0] and printed[1].startswith(f"  what to do: {remedy}"), printed
+    # the command a remedy names runs as printed: this Python, this script, the course
+    command = shlex.split(grades.problems[0].remedy.rsplit("then run: ", 1)[1])
+    assert Path(command[0]).resolve() == Path(sys.executable).resolve() or Path(command[0]).exists()
+    assert Path(command[1]).resolve() == ROOT / "tools" / "classroom.py"
+    assert command[2:] == ["autograde", "--course", classroom.shown(course), "--timeout", str(TIMEOUT)]
+    assert rows["correct"]["status"] == "graded" and rows["misnamed"]["status"] == "not graded"
+    # nbgrader's own message, for what it fails on: the command runs from a plain shell
+    gutted = next(p for p in grades.problems if p.student == "gutted")
+    command = gutted.remedy.removeprefix("see nbgrader's whole message: ")
+    plain = {"HOME": os.environ.get("HOME", str(course)), "PATH": os.pathsep.join(["/usr/bin", "/bin"])}
+    result = subprocess.run(["bash", "-c", command], env=plain, capture_output=True, text=True, timeout=300,
+                            check=False)
+    assert "KeyError: 'batch_norm'" in result.stdout + result.stderr, command
+
+
+def test_only_real_changes_to_read_only_cells_are_reported(course, graded):
+    """nbgrader's checksum warning (jupyter/nbgrader#1961) only for the student who edited a test
+    cell, none for the untouched ones; grades.csv notes what was edited and what was put back."""
+    grades, rows, _, console, _ = graded
+    log = grades.logs[CLASS]
+    warned = set()
+    for block in log.split("Sanitizing ")[1:]:
+        if "Attribute 'checksum'" in block:
+            warned.add(Path(block.split()[0]).parent.parent.name)
+    assert warned == {"edited"}, log[-3000:]
+    assert rows["edited"]["note"] == "read-only cells edited, graded as released: test_running, test_cumulative"
+    assert rows["deleted"]["note"] == "test cells deleted, put back and graded: test_eval, test_cumulative"
+    assert all(not r["note"] for s, r in rows.items() if s not in ("edited", "deleted") and r["status"] == "graded")
+    assert "test_running, test_cumulative" in next(line for line in console.splitlines() if "  edited " in line)
 
 
 def test_the_infinite_loop_times_out_and_the_later_cells_are_graded(course, graded):
-    _, _, seconds = graded
+    seconds = graded[-1]
     autograded = json.loads((course / "autograded" / "loops" / CLASS / "02_batchnorm.ipynb").read_text("utf-8"))
     outputs = {gid: [o.get("ename") for o in c.get("outputs", []) if o["output_type"] == "error"]
                for gid, c in _cells(autograded).items()}
     assert "CellTimeoutError" in outputs["test_train"]
     assert outputs["test_running"] == outputs["test_eval"] == outputs["test_cumulative"] == []
-    print(f"autograding the class of {len(_class(course)) + 1} submissions took {seconds:.0f} s")
+    print(f"autograding the class of {len(_expected(course)) - 1} submissions took {seconds:.0f} s")
 
 
 def test_deleted_test_cells_are_put_back_and_graded(course, graded):
@@ -302,11 +451,105 @@ def feedback(course, graded) -> list[Path]:
 
 
 def test_feedback_html_for_every_graded_student(course, feedback):
-    graded_students = {"correct", "partial", "raises", "loops", "deleted", "edited"}
+    graded_students = {"correct", "partial", "raises", "loops", "deleted", "edited", "untouched", "delegating"}
     assert {p.parent.parent.name for p in feedback} == graded_students
     assert all(p.parent.name == CLASS and p.name == "02_batchnorm.html" for p in feedback)
     pages = {p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback}
     # the checker's Korean explanation reaches the student: the biased running_var, chapter 3 to reread
     assert "표본분산" in pages["partial"] and "학습 모드와 평가 모드" in pages["partial"]
     assert "CellTimeoutError" in pages["loops"]
+    # the delegation is named, in the student's language
+    assert "torch.nn.BatchNorm1d" in pages["delegating"] and "직접 작성하세요" in pages["delegating"]
     assert re.search(r"3(\.0)?\s*/\s*6", pages["partial"]), "the page shows the score"
+
+
+# --------------------------------------------------------------------------- what a teacher gets wrong, no kernel
+
+@pytest.fixture(scope="module")
+def bare_template(tmp_path_factory) -> Path:
+    """A copy of assignments/ with a gradebook (nbgrader db student add makes one) and nothing released."""
+    course = tmp_path_factory.mktemp("bare") / "assignments"
+    shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns(
+        "release", "submitted", "autograded", "feedback", "gradebook.db*", "*.csv", ".ipynb_checkpoints"))
+    result = classroom.nbgrader(course, "db", "student", "add", "kim", quiet=True)
+    assert result.returncode == 0 and (course / "gradebook.db").exists(), result.stdout[-3000:]
+    return course
+
+
+@pytest.fixture
+def bare(bare_template, tmp_path, monkeypatch) -> Path:
+    course = tmp_path / "assignments"
+    shutil.copytree(bare_template, course)
+    monkeypatch.delenv("MAKELEVEL", raising=False)
+    return course
+
+
+def _one_problem(grades) -> tuple[str, str]:
+    assert len(grades.problems) == 1, "\n".join(map(str, grades.problems))
+    cause, remedy = str(grades.problems[0]).splitlines()
+    assert remedy.startswith("  what to do: ")
+    return cause, remedy[len("  what to do: "):]
+
+
+def test_no_submitted_folder_says_where_notebooks_go(bare, capsys):
+    grades = classroom.autograde(bare)
+    cause, remedy = _one_problem(grades)
+    assert cause == f"PROBLEM there is no folder {classroom.shown(bare / 'submitted')}/: nothing to grade"
+    assert remedy.startswith(f"put each notebook at {classroom.shown(bare / 'submitted')}/<student id>/<assignment>/")
+    assert grades.path is None and not (bare / "grades.csv").exists()
+    assert "grades.csv not written" in capsys.readouterr().out
+
+
+def test_an_assignment_never_released_is_named_with_the_command_that_releases_it(bare):
+    folder = bare / "submitted" / "kim" / "01_layernorm_ko"
+    folder.mkdir(parents=True)
+    shutil.copy(bare / "source" / "01_layernorm_ko" / "01_layernorm.ipynb", folder)
+    grades = classroom.autograde(bare)
+    cause, remedy = _one_problem(grades)
+    assert cause == ("PROBLEM kim/01_layernorm_ko: 01_layernorm_ko was never released, so nbgrader has nothing "
+                     "to grade it against")
+    release, again = remedy.removeprefix("release it first: ").split("; then run: ")
+    assert shlex.split(release)[2:] == ["release", "01_layernorm_ko", "--course", classroom.shown(bare)]
+    assert shlex.split(again)[2:] == ["autograde", "--course", classroom.shown(bare)]
+    assert grades.logs == {}, "nbgrader autograde is not run on an assignment it does not know"
+    named = classroom.autograde(bare, ["01_layernorm_en"])
+    cause, remedy = _one_problem(named)
+    assert cause.startswith("PROBLEM 01_layernorm_en: 01_layernorm_en was never released")
+
+
+def test_a_students_csv_excel_cannot_have_made_is_named_and_the_others_are_registered(bare):
+    from nbgrader.api import Gradebook
+    (bare / "submitted" / "lee").mkdir(parents=True)
+    (bare / "students.csv").write_bytes("id,last_name\npark,박\n".encode("cp949"))    # Excel's plain "CSV"
+    grades = classroom.autograde(bare)
+    assert [p.student for p in grades.problems] == [None, "lee"]       # lee's folder is empty
+    cause, remedy = str(grades.problems[0]).splitlines()
+    assert cause.startswith(f"PROBLEM {classroom.shown(bare / 'students.csv')} is not UTF-8 text")
+    assert remedy.startswith('  what to do: save it again as "CSV UTF-8 (Comma delimited)"')
+    (bare / "students.csv").write_text("student,name\npark,Park\n", encoding="utf-8")
+    grades = classroom.autograde(bare)
+    assert [p.cause for p in grades.problems if "students.csv" in p.cause] == [
+        f"{classroom.shown(bare / 'students.csv')} has no column `id` (its first row: student, name): "
+        "its students are left out"]
+    with Gradebook(f"sqlite:///{bare / 'gradebook.db'}") as gb:
+        assert "lee" in {s.id for s in gb.students}
+
+
+def test_the_commands_printed_run_as_printed(bare, monkeypatch):
+    """The nbgrader line runs from a plain shell (no environment on PATH); under make, a remedy
+    names the make target with the same assignments and flags."""
+    command = classroom.nbgrader_command(bare, "--version")
+    assert command.startswith(f"(cd {shlex.quote(classroom.shown(bare))} && ")
+    plain = {"HOME": os.environ.get("HOME", str(bare)), "PATH": os.pathsep.join(["/usr/bin", "/bin"])}
+    result = subprocess.run(["bash", "-c", command], env=plain, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0 and re.search(r"\d+\.\d+\.\d+", result.stdout), result.stdout + result.stderr
+    monkeypatch.setenv("MAKELEVEL", "1")
+    target = classroom.classroom_command("autograde", bare, ["01_layernorm_ko", "02_batchnorm_ko"], force=True)
+    assert shlex.split(target) == ["make", "autograde", f"COURSE={classroom.shown(bare, ROOT)}",
+                                   "ASSIGNMENTS=01_layernorm_ko 02_batchnorm_ko", "FORCE=1"]
+    dry = subprocess.run([*shlex.split(target), "-n"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert (f"tools/classroom.py autograde --course {classroom.shown(bare, ROOT)} --force "
+            "01_layernorm_ko 02_batchnorm_ko") in " ".join(dry.stdout.split())

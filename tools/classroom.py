@@ -5,9 +5,10 @@ and `make feedback` run (README, "Classroom").
     python tools/classroom.py autograde [ASSIGNMENT ...]  [--course DIR] [--timeout SECONDS] [--force]
     python tools/classroom.py feedback  [ASSIGNMENT ...]  [--course DIR] [--force]
 
-Every step is the real nbgrader command line, run inside the course folder (default
+Every nbgrader step is the real nbgrader command line, run inside the course folder (default
 ``assignments/``, where ``nbgrader_config.py`` and ``gradebook.db`` live) and printed before it
-runs. This script only chooses the commands and reads their verdicts:
+runs in a form that runs as printed from the current folder, without an activated environment:
+``$ (cd assignments && ../.venv/bin/nbgrader autograde 01_layernorm_ko)``.
 
 release
     ``nbgrader generate_assignment NAME --force`` for each assignment (all of ``source/`` by
@@ -15,12 +16,20 @@ release
     test: full marks) and ``nbgrader validate --invert`` on the released ones (each must pass
     none: zero marks), the two lists side by side. Exit status 1 if any check fails.
 autograde
-    registers every folder of ``submitted/`` as a student (``nbgrader db student import``, plus
-    ``students.csv`` in the course folder if there is one, so that students who submitted nothing
-    are listed too), runs ``nbgrader autograde NAME`` for each assignment that has submissions,
-    and exports every grade with ``nbgrader export --to grades.csv``. A submission nbgrader
-    cannot grade (not a notebook, a kernel that ignores the interrupt) is named and scores 0;
-    the others are graded and exported all the same, and the exit status is 1.
+    looks through ``submitted/<student>/<assignment>/`` first. What nbgrader could not grade, or
+    would grade wrongly, is a PROBLEM with a one-line cause and a one-line remedy: a notebook not
+    named as released (``01_layernorm (1).ipynb``, what a browser download makes), a folder with no
+    notebook, a notebook that is not JSON, a notebook outside an assignment's folder, a folder that
+    is no assignment, an assignment never released, no ``submitted/`` at all, a ``students.csv``
+    without an ``id`` column or not in UTF-8. Every student of ``submitted/`` and of
+    ``students.csv`` goes into the gradebook. A submission without ``timestamp.txt`` gets one with
+    its notebook's modification time (see ``stamp``). Then ``nbgrader autograde NAME`` for each
+    assignment with submissions (or each one named); a submission nbgrader fails on (a kernel that
+    ignores the interrupt, …) is a PROBLEM too, and the other students are graded all the same.
+    Last, ``grades.csv`` (see ``write_grades``): one row per student and assignment graded, a
+    ``status`` that tells "not submitted" from 0, and the console shows one line per student with
+    score and maximum, then the problems, then the counts of the file. Exit status 1 if there
+    was any problem.
 feedback
     ``nbgrader generate_feedback NAME``: one HTML page per student and notebook under
     ``feedback/<student>/<assignment>/``.
@@ -30,12 +39,17 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,16 +58,84 @@ BIN = Path(sys.executable).parent
 PASSES_ALL = "Success! Your notebook passes all the tests."
 PASSES_NONE = "Success! The notebook does not pass any tests."
 GRADING_ERROR = re.compile(r"There was an error processing assignment '([^']+)' for student '([^']+)'")
+CONFIG_ERROR = "Exception while loading config file"
+STATUSES = ("graded", "not submitted", "not graded")
+COLUMNS = ("assignment", "student_id", "last_name", "first_name", "email", "status", "score", "max_score",
+           "timestamp", "note")
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"      # what timestamp.txt holds; nbgrader's parse_utc reads it
+
+
+# --------------------------------------------------------------------------- commands as printed
+
+def shown(path: Path, start: Path | None = None) -> str:
+    """``path`` as typed from ``start`` (the current folder): relative when that is shorter."""
+    try:
+        relative = os.path.relpath(path, start or Path.cwd())
+    except ValueError:                                   # another drive (Windows)
+        return str(path)
+    return relative if len(relative) <= len(str(path)) else str(path)
+
+
+def nbgrader_command(course: Path, *args: str) -> str:
+    """The shell command that runs ``nbgrader ARGS`` as this script does, from the current folder and
+    without an activated environment: ``(cd assignments && ../.venv/bin/nbgrader ARGS)``."""
+    return f"(cd {shlex.quote(shown(course))} && {shlex.join([shown(BIN / 'nbgrader', course), *args])})"
+
+
+def classroom_command(command: str, course: Path, names: list[str] | None = None, force: bool = False,
+                      timeout: int | None = None) -> str:
+    """How to run this script's ``command`` again, as printed: the make target when make runs it
+    (make sets MAKELEVEL; its recipes run in the book's folder), else this Python and this script."""
+    if os.environ.get("MAKELEVEL"):
+        parts = ["make", {"release": "assignments-release"}.get(command, command)]
+        if course != COURSE.resolve():
+            parts.append(f"COURSE={shown(course, ROOT)}")
+        if names:
+            parts.append("ASSIGNMENTS=" + " ".join(names))
+        if timeout:
+            parts.append(f"TIMEOUT={timeout}")
+        if force:
+            parts.append("FORCE=1")
+        return shlex.join(parts)
+    parts = [shown(Path(sys.executable)), shown(Path(__file__).resolve()), command, *(names or [])]
+    if course != COURSE.resolve():
+        parts += ["--course", shown(course)]
+    if timeout:
+        parts += ["--timeout", str(timeout)]
+    if force:
+        parts.append("--force")
+    return shlex.join(parts)
+
+
+@dataclass
+class Problem:
+    """Something a teacher has to act on: what is wrong, and what to do (one line each)."""
+    cause: str
+    remedy: str
+    student: str | None = None
+    assignment: str | None = None
+    maybe: tuple[str, ...] = ()         # the assignments a misplaced submission may be for
+
+    def __str__(self) -> str:
+        where = "/".join(p for p in (self.student, self.assignment) if p)
+        return f"PROBLEM {where + ': ' if where else ''}{self.cause}\n  what to do: {self.remedy}"
 
 
 def nbgrader(course: Path, *args: str, quiet: bool = False) -> subprocess.CompletedProcess:
-    """Run ``nbgrader ARGS`` in ``course``. nbgrader starts ``alembic`` by name, so the
-    environment's bin folder goes first on PATH."""
+    """Run ``nbgrader ARGS`` in ``course`` (its output, stdout and stderr in order, in ``.stdout``).
+    nbgrader starts ``alembic`` by name, so the environment's bin folder goes first on PATH."""
     if not quiet:
-        print("$ nbgrader " + " ".join(args), flush=True)
+        print("$ " + nbgrader_command(course, *args), flush=True)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    return subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
-                          check=False)
+    result = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, check=False)
+    if CONFIG_ERROR in result.stdout:       # nbgrader goes on with its defaults: another course, another gradebook
+        error = [line for line in result.stdout.splitlines() if line.strip()]
+        raise SystemExit(str(Problem(
+            f"nbgrader could not load {shown(course / 'nbgrader_config.py')}: "
+            f"{next((line.strip() for line in reversed(error) if not line.startswith(' ' * 8)), '?')}",
+            f"fix the file (the message above says where), then run again: {nbgrader_command(course, *args)}")))
+    return result
 
 
 def assignments(course: Path, names: list[str] | None = None, folder: str = "source") -> list[str]:
@@ -61,7 +143,8 @@ def assignments(course: Path, names: list[str] | None = None, folder: str = "sou
     known = sorted(p.name for p in (course / "source").iterdir() if p.is_dir())
     unknown = [n for n in names or [] if n not in known]
     if unknown:
-        raise SystemExit(f"no assignment {unknown[0]!r} in {course / 'source'}; there are: {', '.join(known)}")
+        raise SystemExit(str(Problem(f"there is no assignment {unknown[0]!r} in {shown(course / 'source')}/",
+                                     f"name one of: {' '.join(known)}")))
     return list(names) if names else known
 
 
@@ -73,7 +156,7 @@ def graded_cells(notebook: Path) -> list[tuple[str, float]]:
 
 
 def _tail(result: subprocess.CompletedProcess, lines: int = 15) -> str:
-    return "\n".join((result.stdout + result.stderr).strip().splitlines()[-lines:])
+    return "\n".join(((result.stdout or "") + (result.stderr or "")).strip().splitlines()[-lines:])
 
 
 def validate(course: Path, notebooks: list[Path], invert: bool) -> list[tuple[bool, str]]:
@@ -88,7 +171,7 @@ def validate(course: Path, notebooks: list[Path], invert: bool) -> list[tuple[bo
     verdicts = []
     for nb in notebooks:
         alone = nbgrader(course, "validate", *flag, str(nb.relative_to(course)), quiet=True)
-        verdicts.append((expected in alone.stdout, (alone.stdout + alone.stderr[-2000:]).strip()))
+        verdicts.append((expected in alone.stdout, alone.stdout[-4000:].strip()))
     return verdicts
 
 
@@ -106,9 +189,9 @@ def release(course: Path, names: list[str] | None = None) -> list[dict]:
                                 output=_tail(result)))
     groups = {kind: [nb for name in names for nb in sorted((course / kind / name).glob("*.ipynb"))]
               for kind in ("source", "release")}
-    print(f"$ nbgrader validate {' '.join(str(nb.relative_to(course)) for nb in groups['source'])}")
-    print(f"$ nbgrader validate --invert {' '.join(str(nb.relative_to(course)) for nb in groups['release'])}",
-          flush=True)
+    print("$ " + nbgrader_command(course, "validate", *(str(nb.relative_to(course)) for nb in groups["source"])))
+    print("$ " + nbgrader_command(course, "validate", "--invert",
+                                  *(str(nb.relative_to(course)) for nb in groups["release"])), flush=True)
     with ThreadPoolExecutor(max_workers=2) as pool:     # the two lists at once: each kernel is mostly waiting on imports
         verdicts = dict(zip(groups, pool.map(lambda kind: validate(course, groups[kind], kind == "release"), groups)))
     for kind, notebooks in groups.items():
@@ -131,58 +214,406 @@ def release(course: Path, names: list[str] | None = None) -> list[dict]:
     return records
 
 
-def register_students(course: Path) -> list[str]:
-    """Put every student of ``submitted/`` (and of ``students.csv``, if present) in the gradebook."""
-    submitted = course / "submitted"
-    ids = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
-    roster = course / "students.csv"
-    if roster.exists():
-        with roster.open(newline="", encoding="utf-8") as f:
-            ids = sorted(set(ids) | {row["id"] for row in csv.DictReader(f) if row.get("id")})
-        result = nbgrader(course, "db", "student", "import", "students.csv")
-        if result.returncode != 0:
-            raise SystemExit(f"nbgrader could not import {roster}:\n{_tail(result)}")
-    listed = course / "submitted-students.csv"      # git-ignored, removed again below
-    listed.write_text("id\n" + "".join(f"{i}\n" for i in ids), encoding="utf-8")
+
+# --------------------------------------------------------------------------- autograde: what was handed in
+
+def _visible(folder: Path) -> list[Path]:
+    """The entries of ``folder`` a teacher put there: not hidden (.ipynb_checkpoints, .DS_Store), no __MACOSX."""
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name != "__MACOSX")
+
+
+def _is_notebook_name(name: str) -> bool:
+    return name.lower().endswith(".ipynb")
+
+
+def course_config(course: Path):
+    """The course's nbgrader_config.py, as nbgrader loads it."""
+    from traitlets.config.loader import PyFileConfigLoader
     try:
-        result = nbgrader(course, "db", "student", "import", listed.name)
-    finally:
-        listed.unlink()
-    if result.returncode != 0:
-        raise SystemExit(f"nbgrader could not register the students:\n{_tail(result)}")
+        return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    except Exception as error:      # noqa: BLE001 - any error of the teacher's config file
+        raise SystemExit(str(Problem(f"{shown(course / 'nbgrader_config.py')} does not load: "
+                                     f"{type(error).__name__}: {error}",
+                                     "fix the file, then run the same command again"))) from None
+
+
+@contextmanager
+def gradebook(course: Path):
+    """nbgrader's gradebook of the course, as nbgrader_config.py names it (course id and database)."""
+    from nbgrader.api import Gradebook
+    config = course_config(course).CourseDirectory
+    db_url = config.db_url if "db_url" in config else f"sqlite:///{course / 'gradebook.db'}"
+    with Gradebook(db_url, config.course_id if "course_id" in config else "default_course") as gb:
+        yield gb
+
+
+def read_roster(course: Path, again: str) -> tuple[dict[str, dict], list[Problem]]:
+    """``students.csv`` of the course, if there is one: id → first_name, last_name, email (those
+    given). Read as UTF-8, with or without the byte order mark Excel's "CSV UTF-8" writes."""
+    path = course / "students.csv"
+    if not path.exists():
+        return {}, []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        return {}, [Problem(f"{shown(path)} is not UTF-8 text (Excel's plain \"CSV\" is saved in the computer's "
+                            f"own encoding): its students are left out",
+                            "save it again as \"CSV UTF-8 (Comma delimited)\" (Excel) or as UTF-8 (any other "
+                            f"program), then run: {again}")]
+    reader = csv.DictReader(io.StringIO(text))
+    fields = {(f or "").strip().lower(): f for f in reader.fieldnames or []}
+    if "id" not in fields:
+        return {}, [Problem(f"{shown(path)} has no column `id` (its first row: {', '.join(reader.fieldnames or [])}): "
+                            f"its students are left out",
+                            "make its first row  id,first_name,last_name,email  (only id is required), one "
+                            f"student per row, then run: {again}")]
+    roster = {}
+    for row in reader:
+        student = (row.get(fields["id"]) or "").strip()
+        if student:
+            roster[student] = {key: row[fields[key]].strip() for key in ("first_name", "last_name", "email")
+                               if key in fields and (row.get(fields[key]) or "").strip()}
+    return roster, []
+
+
+def survey(course: Path, known: list[str], released: dict[str, list[str]],
+           again: str) -> tuple[dict[tuple[str, str], Path], list[str], list[Problem]]:
+    """What ``submitted/`` holds: the folders of released assignments by (student, assignment),
+    the students (every folder of ``submitted/``), and what is in the wrong place."""
+    submitted = course / "submitted"
+    example = f"{shown(submitted)}/kim_sumin/{(sorted(released) or known)[0]}/"
+    if not submitted.is_dir() or not any(p.is_dir() for p in _visible(submitted)):
+        what = "no folder" if not submitted.is_dir() else "no student's folder in"
+        return {}, [], [Problem(f"there is {what} {shown(submitted)}/: nothing to grade",
+                                f"put each notebook at {shown(submitted)}/<student id>/<assignment>/, e.g. "
+                                f"{example}, then run: {again}")]
+    folders, students, problems = {}, [], []
+    for entry in _visible(submitted):
+        if entry.is_file():
+            if _is_notebook_name(entry.name):
+                problems.append(Problem(f"{shown(entry)} is not in a student's folder",
+                                        f"move it to {shown(submitted)}/<student id>/<assignment>/, then run: {again}"))
+            continue
+        student = entry.name
+        students.append(student)
+        inside = _visible(entry)
+        if not inside:
+            problems.append(Problem(f"{shown(entry)}/ is empty",
+                                    f"put the student's notebook in {shown(entry)}/<assignment>/, e.g. "
+                                    f"{shown(entry)}/{(sorted(released) or known)[0]}/, or delete the folder, "
+                                    f"then run: {again}", student))
+        for item in inside:
+            if item.is_file():
+                if _is_notebook_name(item.name):
+                    stem = re.sub(r"\s*\(\d+\)$", "", item.name[:-len(".ipynb")])
+                    homes = [a for a, notebooks in released.items() if stem in notebooks]
+                    problems.append(Problem(f"{item.name} is directly in {shown(entry)}/, not in an assignment's folder",
+                                            f"move it into {shown(entry)}/<assignment>/ "
+                                            f"({' or '.join(homes or sorted(released))}), then run: {again}",
+                                            student, None, tuple(homes)))
+            elif item.name not in known:
+                near = [a for a in known if a.startswith(item.name) or item.name.startswith(a)]
+                problems.append(Problem(f"{shown(item)}/ is not an assignment of this course",
+                                        f"rename the folder to the assignment it holds ({' or '.join(near or known)}), "
+                                        f"then run: {again}", student, item.name, tuple(near)))
+            elif item.name not in released:
+                twins = tuple(a for a in released if a.rsplit("_", 1)[0] == item.name.rsplit("_", 1)[0])
+                problems.append(Problem(f"{item.name} was never released, so nbgrader has nothing to grade it against",
+                                        f"release it first: {classroom_command('release', course, [item.name])}; "
+                                        f"then run: {again}", student, item.name, twins))
+            else:
+                folders[(student, item.name)] = item
+    return folders, students, problems
+
+
+def not_a_notebook(path: Path) -> str | None:
+    """Why nbgrader cannot read ``path`` as a notebook, in a few words; None when it can."""
+    import nbformat
+    data = path.read_bytes()
+    if not data.strip():
+        return "the file is empty"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not a text file (a zip, a PDF or another format?)"
+    if text.lstrip().startswith("<"):
+        return "it is a web page, not a notebook (saved with the browser's Save Page?)"
+    try:
+        content = json.loads(text)
+    except json.JSONDecodeError as error:
+        cut = " (the file ends too early: cut short?)" if error.pos >= len(text.rstrip()) else ""
+        return f"it is not JSON: {error.msg} at line {error.lineno}, column {error.colno}{cut}"
+    if not isinstance(content, dict) or "cells" not in content:
+        return "it is JSON, but not a Jupyter notebook (no cells)"
+    try:
+        nbformat.reads(text, as_version=4)
+    except Exception as error:      # noqa: BLE001 - nbformat's errors have no common base
+        return f"nbformat cannot read it: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+    return None
+
+
+def check_submission(folder: Path, notebooks: list[str], again: str) -> tuple[str, str] | None:
+    """(cause, remedy) when the notebooks of a submission are not there under their released names,
+    or are not notebooks; None when nbgrader can grade it."""
+    files = [p.name for p in _visible(folder) if p.is_file() and p.name != "timestamp.txt"]
+    for name in notebooks:
+        wanted = f"{name}.ipynb"
+        if wanted not in files:
+            others = {f"{n}.ipynb" for n in notebooks}
+            candidates = [f for f in files if f not in others and (_is_notebook_name(f) or name.lower() in f.lower())]
+            if len(candidates) == 1:
+                return (f"`{candidates[0]}` is not graded: this file must be named `{wanted}`",
+                        f"rename {shown(folder / candidates[0])} to {wanted}, then run: {again}")
+            if candidates:
+                return (f"no `{wanted}`, but {len(candidates)} files that may be it: "
+                        f"{', '.join(f'`{c}`' for c in candidates)}",
+                        f"keep the one to grade, named {wanted}, and move the others out of {shown(folder)}/, "
+                        f"then run: {again}")
+            holds = f" (it holds: {', '.join(files)})" if files else ""
+            return (f"no notebook in {shown(folder)}/{holds}",
+                    f"put the student's {wanted} there, then run: {again}")
+        reason = not_a_notebook(folder / wanted)
+        if reason:
+            return (f"{wanted} is not a notebook: {reason}",
+                    f"ask the student for the notebook again (in Jupyter: File > Download), put it at "
+                    f"{shown(folder / wanted)}, then run: {again}")
+    return None
+
+
+def stamp(folder: Path, notebooks: list[str]) -> None:
+    """Give the submission a ``timestamp.txt``, which nbgrader reads as the time it was handed in
+    (the ``timestamp`` of grades.csv; without it, that is empty): the modification time of its
+    newest notebook, in UTC. A ``timestamp.txt`` from elsewhere (nbgrader's exchange, the teacher)
+    is kept; one written here is rewritten when the notebook has changed since. Ours are the ones
+    whose own modification time is the time they hold."""
+    path = folder / "timestamp.txt"
+    mtime = max((folder / f"{name}.ipynb").stat().st_mtime for name in notebooks)
+    if path.exists():
+        try:
+            held = datetime.strptime(path.read_text(encoding="utf-8").strip(), TIMESTAMP_FORMAT)
+        except (ValueError, UnicodeDecodeError):
+            return
+        held = held.replace(tzinfo=timezone.utc).timestamp()
+        if abs(path.stat().st_mtime - held) > 2 or abs(held - mtime) < 1e-3:
+            return
+    try:
+        path.write_text(datetime.fromtimestamp(mtime, timezone.utc).strftime(TIMESTAMP_FORMAT) + "\n",
+                        encoding="utf-8")
+        os.utime(path, (mtime, mtime))
+    except OSError:         # a read-only copy of the submissions: no timestamp, as with nbgrader alone
+        pass
+
+
+def register_students(course: Path, roster: dict[str, dict], students: list[str]) -> list[str]:
+    """Put every student of ``submitted/`` and of ``students.csv`` in the gradebook (with the
+    names and e-mail of students.csv); returns their ids, sorted."""
+    ids = sorted(set(students) | set(roster))
+    with gradebook(course) as gb:
+        for student in ids:
+            gb.update_or_create_student(student, **roster.get(student, {}))
     return ids
 
 
+def _grading_failure(course: Path, log: str, assignment: str, student: str, timeout: int | None,
+                     again: str) -> tuple[str, str]:
+    """(cause, remedy) of a submission nbgrader failed on, from its log."""
+    marker = f"There was an error processing assignment: {course / 'submitted' / student / assignment}"
+    block = log.split(marker, 1)[1] if marker in log else ""
+    block = re.split(r"\n\[\w+App \| (?:INFO|WARNING)\]", block, maxsplit=1)[0]
+    errors = re.findall(r"^\s*([\w.]*(?:Error|Exception|Interrupt)): (.*)$", block, flags=re.MULTILINE)
+    name, message = errors[-1] if errors else ("", "")
+    folder = shown(course / "submitted" / student / assignment)
+    if name.endswith(("CellTimeoutError", "DeadKernelError")) or "Timeout" in name:
+        limit = timeout or course_config(course).Execute.get("timeout")
+        cell = re.search(r"-{5,}\n\s*(\S[^\n]*)", block)
+        where = f" in the cell that starts `{cell.group(1).strip()[:60]}`" if cell else ""
+        return (f"the notebook's code did not stop when interrupted after the {f'{limit} s' if limit else 'time'} "
+                f"per cell{where} (a loop that catches the interrupt, e.g. a bare `except:`?): nothing graded",
+                f"read {folder}/; grade it by hand, or have it fixed and run: {again}")
+    said = f"{name.rsplit('.', 1)[-1]}: {message[:200]}" if name else "its log says why"
+    return (f"nbgrader could not grade it: {said}",
+            f"see nbgrader's whole message: {nbgrader_command(course, 'autograde', assignment, '--student', student)}")
+
+
+def _released_text(source: str) -> str:
+    """A read-only cell's text as released: nbgrader's ClearHiddenTests applied to the source."""
+    from nbformat.notebooknode import NotebookNode
+    from nbgrader.preprocessors import ClearHiddenTests
+    cell = NotebookNode(source=source, cell_type="code", metadata={})
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source
+
+
+def changed_cells(gb, folder: Path, assignment: str, notebooks: list[str]) -> str:
+    """What the student changed of the read-only cells (nbgrader restores them before grading),
+    in a few words; "" when nothing."""
+    edited, put_back, gone = [], [], []
+    for name in notebooks:
+        cells = json.loads((folder / f"{name}.ipynb").read_text(encoding="utf-8")).get("cells", [])
+        by_id = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c for c in cells}
+        notebook = gb.find_notebook(name, assignment)
+        graded = {cell.name for cell in notebook.grade_cells}
+        for cell in notebook.source_cells:
+            if not cell.locked:
+                continue
+            if cell.name not in by_id:
+                (put_back if cell.name in graded else gone).append(cell.name)
+                continue
+            text = by_id[cell.name].get("source", "")
+            text = "".join(text) if isinstance(text, list) else text
+            if text not in (cell.source, _released_text(cell.source)):
+                edited.append(cell.name)
+    notes = []
+    if edited:
+        notes.append(f"read-only cells edited, graded as released: {', '.join(edited)}")
+    if put_back:
+        notes.append(f"test cells deleted, put back and graded: {', '.join(put_back)}")
+    if gone:
+        notes.append(f"read-only cells deleted (nbgrader does not put these back): {', '.join(gone)}")
+    return "; ".join(notes)
+
+
+def _number(x: float) -> str:
+    return f"{x:g}"
+
+
+def _local(timestamp: datetime | None) -> str:
+    """nbgrader's timestamp (naive UTC) in the local time of this computer."""
+    if timestamp is None:
+        return ""
+    return timestamp.replace(tzinfo=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+@dataclass
+class Grades:
+    """What ``autograde`` did: the CSV written (None when nothing was graded), its rows and the problems."""
+    path: Path | None
+    rows: list[dict]
+    problems: list[Problem]
+    logs: dict[str, str] = field(default_factory=dict)     # nbgrader autograde's output, by assignment
+
+
+def write_grades(path: Path, rows: list[dict]) -> None:
+    """grades.csv: comma-separated, UTF-8 with a byte order mark (Excel reads a CSV without one in
+    the computer's own code page, which garbles Korean names; LibreOffice, Google Sheets, Numbers
+    and pandas read it as UTF-8 either way), CRLF line ends (RFC 4180). A score is empty unless
+    the status is "graded"."""
+    with path.open("w", newline="", encoding="utf-8-sig") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def autograde(course: Path, names: list[str] | None = None, timeout: int | None = None,
-              force: bool = False) -> tuple[Path, list[tuple[str, str]]]:
-    """Autograde every submission, export grades.csv; returns its path and the (assignment,
-    student) pairs nbgrader could not grade."""
+              force: bool = False) -> Grades:
+    """Check and autograde every submission, write grades.csv; see the module's docstring."""
+    known = assignments(course)
+    names = assignments(course, names) if names else []
+    again = classroom_command("autograde", course, names, force, timeout)
     if not (course / "gradebook.db").exists():
-        raise SystemExit(f"no gradebook in {course}: release the assignments first (make assignments-release)")
-    students = register_students(course)
-    names = assignments(course, names)
-    submitted = [n for n in names if any((course / "submitted" / s / n).is_dir() for s in students)]
-    if not submitted:
-        print(f"no submissions under {course / 'submitted'}/<student>/<assignment>/ for {', '.join(names)}")
-    failed = []
+        raise SystemExit(str(Problem(f"there is no gradebook in {shown(course)}/: no assignment was released",
+                                     f"release the assignments first: {classroom_command('release', course, names)}")))
+    with gradebook(course) as gb:
+        released = {a.name: sorted(n.name for n in a.notebooks) for a in gb.assignments if a.notebooks}
+    roster, problems = read_roster(course, again)
+    folders, students, found = survey(course, known, released, again)
+    targets = names or sorted({a for _, a in folders})
+    problems += [Problem(f"{name} was never released, so nbgrader has nothing to grade it against",
+                         f"release it first: {classroom_command('release', course, [name])}; then run: {again}",
+                         None, name) for name in targets if name not in released]
+    targets = [name for name in targets if name in released]
+    problems += [p for p in found   # naming assignments leaves out what is about the others
+                 if not names or (p.assignment is None and not p.maybe) or {p.assignment, *p.maybe} & set(targets)]
+    bad = {}
+    for (student, name), folder in sorted(folders.items()):
+        if name in targets:
+            issue = check_submission(folder, released[name], again)
+            if issue:
+                bad[(student, name)] = Problem(*issue, student, name)
+                problems.append(bad[(student, name)])
+            else:
+                stamp(folder, released[name])
+    ids = register_students(course, roster, students)
+    logs = {}
     extra = ([f"--Execute.timeout={timeout}"] if timeout else []) + (["--force"] if force else [])
-    for name in submitted:
+    for name in targets:
+        if not any(a == name for _, a in folders):
+            continue
         result = nbgrader(course, "autograde", name, *extra)
-        broken = GRADING_ERROR.findall(result.stdout + result.stderr)
-        if result.returncode != 0 and not broken:
-            raise SystemExit(f"nbgrader autograde {name} failed:\n{_tail(result)}")
-        failed += broken
-    result = nbgrader(course, "export", "--to", "grades.csv")
-    if result.returncode != 0:
-        raise SystemExit(f"nbgrader export failed:\n{_tail(result)}")
-    grades = course / "grades.csv"
-    with grades.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    print(f"{len(rows)} grades ({len(students)} students) written to {grades}")
-    for name, student in failed:
-        print(f"  could not grade {student}/{name}: scored 0; see the log of  nbgrader autograde {name} "
-              f"--student {student}")
-    return grades, failed
+        logs[name] = result.stdout
+        failures = [(a, s) for a, s in GRADING_ERROR.findall(result.stdout) if a == name]
+        if result.returncode != 0 and not failures:
+            raise SystemExit(str(Problem(f"nbgrader autograde {name} failed:\n{_tail(result)}",
+                                         f"fix what the message above says, then run: {again}")))
+        for _, student in failures:
+            if (student, name) not in bad:
+                bad[(student, name)] = Problem(*_grading_failure(course, result.stdout, name, student, timeout, again),
+                                               student, name)
+                problems.append(bad[(student, name)])
+    problems.sort(key=lambda p: (p.student is not None, p.student or "", p.assignment or ""))
+    if not targets:
+        print(f"nothing graded: {shown(course / 'grades.csv')} not written")
+        for problem in problems:
+            print(problem)
+        return Grades(None, [], problems, logs)
+    rows = []
+    with gradebook(course) as gb:
+        for name in targets:
+            maximum = gb.find_assignment(name).max_score
+            for student in ids:
+                person = gb.find_student(student)
+                row = dict(assignment=name, student_id=student, last_name=person.last_name or "",
+                           first_name=person.first_name or "", email=person.email or "", status="graded",
+                           score="", max_score=_number(maximum), timestamp="", note="")
+                folder = folders.get((student, name))
+                done = folder is not None and all(
+                    (course / "autograded" / student / name / f"{nb}.ipynb").exists() for nb in released[name])
+                misplaced = [p for p in problems if p.student == student and name in p.maybe]
+                if folder is None and misplaced:
+                    row["status"], row["note"] = "not graded", misplaced[0].cause
+                elif folder is None:
+                    row["status"] = "not submitted"
+                elif (student, name) in bad or not done:
+                    row["status"] = "not graded"
+                    row["note"] = bad[(student, name)].cause if (student, name) in bad else \
+                        "nbgrader wrote no autograded notebook"
+                else:
+                    submission = gb.find_submission(name, student)
+                    row.update(score=_number(submission.score), timestamp=_local(submission.timestamp),
+                               note=changed_cells(gb, folder, name, released[name]))
+                rows.append(row)
+    path = course / "grades.csv"
+    write_grades(path, rows)
+    report(path, rows, problems)
+    return Grades(path, rows, problems, logs)
+
+
+def report(path: Path, rows: list[dict], problems: list[Problem]) -> None:
+    """One line per student and assignment (score / maximum, or why not), the problems, then the
+    counts of the file."""
+    width = max(len(r["student_id"]) for r in rows)
+    for name in dict.fromkeys(r["assignment"] for r in rows):
+        mine = [r for r in rows if r["assignment"] == name]
+        print(f"\n{name}, out of {mine[0]['max_score']} points:")
+        for r in mine:
+            if r["status"] == "graded":
+                result = f"{r['score']:>4} / {r['max_score']}" + (f"   ({r['note']})" if r["note"] else "")
+            elif r["status"] == "not graded":
+                result = "   not graded: see PROBLEM below"
+            else:
+                result = "   not submitted"
+            print(f"  {r['student_id']:<{width}}  {result}")
+    if problems:
+        print()
+    for problem in problems:
+        print(problem)
+    count = {status: sum(r["status"] == status for r in rows) for status in STATUSES}
+    assignments_ = list(dict.fromkeys(r["assignment"] for r in rows))
+    students = len({r["student_id"] for r in rows})
+    print(f"\n{shown(path)}: {len(rows)} rows, {students} students x {len(assignments_)} "
+          f"assignment{'s' * (len(assignments_) != 1)} ({', '.join(assignments_)}): "
+          + ", ".join(f"{count[s]} {s}" for s in STATUSES)
+          + (f"; {len(problems)} problem{'s' * (len(problems) != 1)} above" if problems else ""))
 
 
 def feedback(course: Path, names: list[str] | None = None, force: bool = False) -> list[Path]:
@@ -192,7 +623,7 @@ def feedback(course: Path, names: list[str] | None = None, force: bool = False) 
             continue
         result = nbgrader(course, "generate_feedback", name, *(["--force"] if force else []))
         if result.returncode != 0:
-            print(f"  nbgrader generate_feedback {name} reported a problem:\n{_tail(result)}")
+            print(f"  {nbgrader_command(course, 'generate_feedback', name)} reported a problem:\n{_tail(result)}")
     pages = sorted((course / "feedback").glob("*/*/*.html"))
     print(f"{len(pages)} feedback pages under {course / 'feedback'}/<student>/<assignment>/")
     return pages
@@ -212,8 +643,7 @@ def main(argv: list[str]) -> int:
     if args.command == "release":
         return 0 if all(r["ok"] for r in release(course, args.assignments)) else 1
     if args.command == "autograde":
-        _, failed = autograde(course, args.assignments, args.timeout, args.force)
-        return 1 if failed else 0
+        return 1 if autograde(course, args.assignments, args.timeout, args.force).problems else 0
     feedback(course, args.assignments, args.force)
     return 0
 
