@@ -119,6 +119,44 @@ def running_in_ci() -> bool:
 
 # --- Text of the chapters ------------------------------------------------------------------------
 
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def unavailable(msg: str, what: str = "the browser tests must run"):
+    """Skip with ``msg`` on a laptop that lacks something; under CI=true, fail instead."""
+    if running_in_ci():
+        pytest.fail(f"{msg} (CI=true: {what})")
+    pytest.skip(msg)
+
+
+def chromium_browser(purpose: str):
+    """Yield headless Chromium (Debian's, driven by Playwright), or skip/fail saying what is missing.
+
+    ``purpose`` finishes the sentences "install Chromium … to <purpose>" and "CI=true: <purpose>"."""
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} not found: install Chromium (apt-get install chromium) to {purpose}", purpose)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("Python Playwright is not installed: pip install -r requirements.txt", purpose)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def init_batch_norm_state(module: torch.nn.Module, num_features: int, eps: float, momentum) -> None:
+    """What assignment 2 gives its ``BatchNorm.__init__``: eps, momentum, γ, β and the running statistics."""
+    module.eps, module.momentum = eps, momentum
+    module.weight = torch.nn.Parameter(torch.ones(num_features))
+    module.bias = torch.nn.Parameter(torch.zeros(num_features))
+    module.register_buffer("running_mean", torch.zeros(num_features))
+    module.register_buffer("running_var", torch.ones(num_features))
+    module.register_buffer("num_batches_tracked", torch.tensor(0))
+
+
 def has_hangul(text: str) -> bool:
     return any("\uac00" <= ch <= "\ud7a3" for ch in text)
 

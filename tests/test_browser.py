@@ -26,31 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import ROOT, running_in_ci, toc_docnames
+from helpers import ROOT, chromium_browser, toc_docnames
 
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 15_000
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PAGES = toc_docnames()
-
-
-def unavailable(msg: str):
-    if running_in_ci():
-        pytest.fail(msg + " (CI=true: the browser tests must run)")
-    pytest.skip(msg)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -71,16 +60,7 @@ def book_url(offline_book):
 
 @pytest.fixture(scope="session")
 def browser():
-    if not CHROMIUM.exists():
-        unavailable(f"{CHROMIUM} not found: install Chromium (apt-get install chromium) to run the browser tests")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("Python Playwright is not installed: pip install -r requirements.txt")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    yield from chromium_browser("run the browser tests")
 
 
 @dataclass

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import normlib
-from helpers import has_hangul
+from helpers import has_hangul, init_batch_norm_state
 from normlib import exercises as ex
 
 LANGS = ("ko", "en")
@@ -65,12 +65,7 @@ def make_batch_norm(forward=None, base=nn.Module):
                 super().__init__(num_features, eps=eps, momentum=momentum)
                 return
             super().__init__()
-            self.eps, self.momentum = eps, momentum
-            self.weight = nn.Parameter(torch.ones(num_features))
-            self.bias = nn.Parameter(torch.zeros(num_features))
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-            self.register_buffer("num_batches_tracked", torch.tensor(0))
+            init_batch_norm_state(self, num_features, eps, momentum)
 
         def hand_written(self, x):
             dims, view = (0, *range(2, x.dim())), _view(x)

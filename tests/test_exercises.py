@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import ROOT, has_hangul
+from helpers import ROOT, has_hangul, init_batch_norm_state
 from normlib import exercises as ex
 from normlib.book import i18n
 from normlib.exercises._report import _generator, _input, _params
@@ -58,12 +58,7 @@ def make_batch_norm(*, unbiased_output=False, running_unbiased=True, swapped=Fal
     class BatchNorm(nn.Module):
         def __init__(self, num_features, eps=1e-5, momentum=0.1):
             super().__init__()
-            self.eps, self.momentum = eps, momentum
-            self.weight = nn.Parameter(torch.ones(num_features))
-            self.bias = nn.Parameter(torch.zeros(num_features))
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-            self.register_buffer("num_batches_tracked", torch.tensor(0))
+            init_batch_norm_state(self, num_features, eps, momentum)
 
         def forward(self, x):
             dims = (0, *range(2, x.dim()))

@@ -40,16 +40,13 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from helpers import ROOT, has_hangul, running_in_ci
+from helpers import ROOT, chromium_browser, has_hangul
 from tools import feedback_pages
 
 STEM = "01_layernorm"
 NAMES = [f"{STEM}_ko", f"{STEM}_en"]
 TIMEOUT = 20                       # seconds per cell while grading (a correct test cell takes well under one)
 MAX_PAGE_MB = 3.5                  # MathJax 1.2 MB, its fonts 0.5 MB, NanumGothic 1 MB, the notebook
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / "test-artifacts" / "feedback"
 COMMENT = {"ko": "eps를 어디에 더하는지 4장의 공식과 비교해 보세요.", "en": "Compare where you add eps with chapter 4's formula."}
 
@@ -324,21 +321,7 @@ def _hangul_without_nanum(page) -> tuple[int, list[str]]:
 
 @pytest.fixture(scope="module")
 def chromium():
-    def unavailable(msg: str):
-        if running_in_ci():
-            pytest.fail(msg + " (CI=true: the feedback pages must be checked in a browser)")
-        pytest.skip(msg)
-
-    if not CHROMIUM.exists():
-        unavailable(f"{CHROMIUM} not found: install Chromium (apt-get install chromium) to check the feedback pages")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("Python Playwright is not installed: pip install -r requirements.txt")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    yield from chromium_browser("check the feedback pages in a browser")
 
 
 def _visit(browser, path: Path, screenshot: Path) -> dict:
