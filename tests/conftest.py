@@ -33,7 +33,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from helpers import ROOT, running_in_ci
+from helpers import ROOT, chromium_browser, running_in_ci
 
 settings.register_profile(
     "default",
@@ -116,3 +116,10 @@ def offline_book(built_book) -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return built_book
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium for the whole session, shared by test_browser.py (the book) and
+    test_feedback.py (the feedback pages): Playwright's sync API allows one at a time."""
+    yield from chromium_browser("run the browser tests (the book and the classroom's feedback pages)")

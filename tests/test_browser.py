@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import ROOT, chromium_browser, toc_docnames
+from helpers import ROOT, toc_docnames
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 15_000
@@ -56,11 +56,6 @@ def book_url(offline_book):
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    yield from chromium_browser("run the browser tests")
 
 
 @dataclass

@@ -40,7 +40,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from helpers import ROOT, chromium_browser, has_hangul
+from helpers import ROOT, has_hangul
 from tools import feedback_pages
 
 STEM = "01_layernorm"
@@ -319,11 +319,6 @@ def _hangul_without_nanum(page) -> tuple[int, list[str]]:
         cdp.detach()
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    yield from chromium_browser("check the feedback pages in a browser")
-
-
 def _visit(browser, path: Path, screenshot: Path) -> dict:
     """Open ``path`` from disk, as a student opens an attachment, every request but the page
     refused: what the page reported, the requests it made, its JavaScript errors, its Hangul."""
@@ -350,12 +345,12 @@ def _visit(browser, path: Path, screenshot: Path) -> dict:
 
 @classroom
 @pytest.mark.browser
-def test_pages_render_offline_in_chromium(chromium, pages):
+def test_pages_render_offline_in_chromium(browser, pages):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     problems = []
     for (student, lang), path in pages.items():
         name = f"{student}_{lang}"
-        facts = _visit(chromium, path, ARTIFACTS / f"{name}.png")
+        facts = _visit(browser, path, ARTIFACTS / f"{name}.png")
         problems += [f"{name}: request {u}" for u in facts["requests"]] + [f"{name}: {e}" for e in facts["errors"]]
         if not facts["mathjax"] or facts["mjx"] < 2:
             problems.append(f"{name}: MathJax typeset {facts['mjx']} formulas (MathJax loaded: {facts['mathjax']})")
