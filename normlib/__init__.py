@@ -8,14 +8,18 @@ Modules: :mod:`normlib.axes` (which elements share one statistic), :mod:`normlib
 (``moments``, the two-pass mean and variance every layer uses, and the other ways of chapter 2),
 :mod:`normlib.checks` (every argument check; :mod:`normlib.messages` explains errors in English
 or Korean: ``normlib.set_language("ko")``), :mod:`normlib.functional` (the formulas),
-:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``), :mod:`normlib.autograd`
+:mod:`normlib.modules` (the layers, drop-in for ``torch.nn``), :mod:`normlib.dyt` (``DyT``, Dynamic
+Tanh, a layer proposed to replace a normalization), :mod:`normlib.autograd`
 (LayerNorm, RMSNorm and BatchNorm with backward passes derived by hand) and
-:mod:`normlib.distributed` (BatchNorm with statistics synchronized across processes).
+:mod:`normlib.distributed` (BatchNorm with statistics synchronized across processes);
+:mod:`normlib.fold` (``fold_batch_norm``: a BatchNorm folded into the Conv or Linear before it).
 """
 
-from . import autograd, axes, checks, distributed, functional, stats
+from . import autograd, axes, checks, distributed, fold, functional, stats
 from .axes import NormInputError
 from .checks import NormDtypeError
+from .dyt import DyT
+from .fold import fold_batch_norm, fold_conv_bn, fold_linear_bn
 from .messages import language, set_language, speaking
 from .modules import (
     BatchNorm1d,
@@ -37,4 +41,6 @@ __all__ = [
     "LayerNorm", "RMSNorm", "GroupNorm",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+    "DyT",
+    "fold", "fold_batch_norm", "fold_conv_bn", "fold_linear_bn",
 ]

@@ -24,7 +24,7 @@ from .axes import NormInputError, ShapeLike, Sharing, _fmt
 from .messages import say
 
 __all__ = ["NormDtypeError", "layer_norm", "rms_norm", "batch_norm", "batch_norm_eval", "instance_norm",
-           "group_norm"]
+           "group_norm", "dyt"]
 
 
 class NormDtypeError(TypeError, NotImplementedError):
@@ -158,6 +158,43 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor], bias: O
     return s
 
 
+def dyt(input: Tensor, alpha, weight: Optional[Tensor], bias: Optional[Tensor]):
+    """The checks of ``dyt``; returns α as the scalar the formula multiplies by: a float, or a 0-dim view
+    of a one-element tensor (a shape-``(1,)`` α, as the layer holds it, must not add an axis to the output).
+
+    γ and β must each have the shape of the input's last dimensions, and the same shape as each other.
+    """
+    _floating("dyt", input, "dyt")
+    if isinstance(alpha, Tensor):
+        if not alpha.is_floating_point():
+            raise TypeError(say(en=f"dyt expects alpha to be a real number or a floating-point tensor, but got a tensor "
+                                   f"of dtype {alpha.dtype}",
+                                ko=f"dyt의 alpha는 실수나 부동소수점 텐서여야 하는데 dtype이 {alpha.dtype}인 텐서를 받았습니다"))
+        if alpha.dim() > 1 or alpha.numel() != 1:
+            raise NormInputError(say(
+                en=f"dyt expects alpha to be one scalar (a tensor of shape () or (1,)), but got alpha of shape "
+                   f"{_fmt(alpha.shape)}",
+                ko=f"dyt의 alpha는 스칼라 하나(모양 ()이나 (1,)인 텐서)여야 하는데 모양 {_fmt(alpha.shape)}인 "
+                   f"alpha를 받았습니다"))
+        alpha = alpha.reshape(())
+    elif isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        alpha = float(alpha)
+    else:
+        raise TypeError(say(en=f"dyt expects alpha to be a real number or a one-element tensor, but got "
+                               f"{type(alpha).__name__} {alpha!r}",
+                            ko=f"dyt의 alpha는 실수나 원소가 하나인 텐서여야 하는데 {type(alpha).__name__} {alpha!r}을(를) "
+                               f"받았습니다"))
+    for name, t in (("weight", weight), ("bias", bias)):
+        _trailing_dims_param("dyt", name, t, input.shape)
+    if weight is not None and bias is not None and weight.shape != bias.shape:
+        raise NormInputError(say(
+            en=f"dyt expects weight and bias of the same shape, but got weight of shape {_fmt(weight.shape)} and "
+               f"bias of shape {_fmt(bias.shape)}",
+            ko=f"dyt의 weight와 bias는 모양이 같아야 하는데 모양 {_fmt(weight.shape)}인 weight와 "
+               f"모양 {_fmt(bias.shape)}인 bias를 받았습니다"))
+    return alpha
+
+
 # --------------------------------------------------------------------------- the pieces
 
 def _dtype_name(input: Tensor) -> str:
@@ -288,3 +325,24 @@ def _running_not_differentiated(fn: str, input: Tensor, weight: Optional[Tensor]
                        f"(forward-mode derivative) on {' and '.join(tangents)}",
                     ko=f"여기서 {fn}은(는) 이동 통계로 정규화하는데, {', '.join(tangents)}에 "
                        f"탄젠트(forward-mode 도함수)가 붙어 있습니다"))
+
+
+def _trailing_dims_param(fn: str, name: str, t: Optional[Tensor], input_shape: Sequence[int]) -> None:
+    """γ or β of an elementwise layer: ``None``, or a tensor with the shape of the input's last dims."""
+    if t is None:
+        return
+    if not isinstance(t, Tensor):
+        raise TypeError(say(en=f"{fn} expects {name} to be a tensor or None, but got {type(t).__name__}",
+                            ko=f"{fn}의 {name}은(는) 텐서나 None이어야 하는데 {type(t).__name__}을(를) 받았습니다"))
+    n, k = len(input_shape), t.dim()
+    if 0 < k <= n and tuple(input_shape[n - k:]) == tuple(t.shape):
+        return
+    choices = [_fmt(input_shape[n - j:]) for j in range(1, n + 1)]
+    expected = ", ".join(choices) if choices else say(en="none, a 0-dim input has no dimension to scale",
+                                                      ko="없음(0차원 입력에는 곱할 차원이 없습니다)")
+    raise NormInputError(say(
+        en=f"{fn} applies {name} to the trailing dimensions of the input, so {name} should have the shape of the "
+           f"last dimensions of an input of shape {_fmt(input_shape)} ({expected}), but got {name} of shape "
+           f"{_fmt(t.shape)}",
+        ko=f"{fn}은(는) {name}을(를) 입력의 끝 차원들에 적용하므로 {name}의 모양은 모양 {_fmt(input_shape)}인 입력의 "
+           f"끝 차원들({expected})과 같아야 하는데, 모양 {_fmt(t.shape)}인 {name}을(를) 받았습니다"))

@@ -9,7 +9,8 @@ Each function is its chapter's formula, one line per step, with the formula besi
 4. scale and shift: ``y = γ · x̂ + β`` (γ and β per channel are viewed ``(1, C, 1, …)`` by
    :func:`normlib.axes.channel_view`).
 
-RMSNorm skips the centring: ``y = γ · x / √(mean(x²) + ε)``.
+RMSNorm skips the centring: ``y = γ · x / √(mean(x²) + ε)``. Dynamic Tanh (:func:`dyt`)
+computes no statistic at all: ``x̂ = tanh(α x)``.
 
 float16 and bfloat16 inputs are computed in float32 and the result is returned in the
 input's dtype, as PyTorch does. Chapters 2–6 derive these formulas by hand.
@@ -27,7 +28,7 @@ from .axes import ShapeLike, channel_view
 from .checks import NormDtypeError
 from .stats import moments
 
-__all__ = ["layer_norm", "batch_norm", "instance_norm", "group_norm", "rms_norm", "NormDtypeError"]
+__all__ = ["layer_norm", "batch_norm", "instance_norm", "group_norm", "rms_norm", "dyt", "NormDtypeError"]
 
 
 # --------------------------------------------------------------------------- LayerNorm / RMSNorm
@@ -198,6 +199,35 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
     x_hat = centered * torch.rsqrt(var + eps)             # x̂ = (x − μ) / √(σ² + ε)
     x_hat = x_hat.reshape(input.shape)                    # back to (N, C, *)
     y = _affine(x_hat, channel_view(weight, x.dim()), channel_view(bias, x.dim()))   # y = γ_c · x̂ + β_c
+    return y.to(input.dtype)
+
+
+# --------------------------------------------------------------------------- Dynamic Tanh (no statistics)
+
+def dyt(input: Tensor, alpha, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> Tensor:
+    """Dynamic Tanh: a learnable scalar α and a tanh where a normalization would divide by statistics.
+
+    .. math:: y = \\gamma \\cdot \\tanh(\\alpha x) + \\beta
+
+    from Zhu, Chen, He, LeCun & Liu, "Transformers without Normalization" (CVPR 2025,
+    arXiv 2503.10622), a drop-in replacement for a transformer's LayerNorm. Axes reduced: none; every
+    element is mapped on its own (``(B, L, D)`` → ``(B, L, D)`` with no mean or variance), so the cost is
+    one pass over the input. Chapter 11 derives it from the S-shaped curves of a trained LayerNorm.
+
+    Args:
+        input: any shape, floating point.
+        alpha: α, one scalar for the whole tensor: a real number, or a tensor of shape ``()`` or ``(1,)``
+            (the layer :class:`normlib.DyT` holds a ``(1,)`` parameter).
+        weight, bias: γ and β of the shape of the input's last dimensions (``(D,)`` for ``(B, L, D)``,
+            as LayerNorm's over ``normalized_shape``), or ``None``.
+
+    >>> dyt(torch.tensor([[-4.0, 0.0, 1.0, 4.0]]), 0.5)        # tanh(x / 2): ±4 → tanh(±2) ≈ ±0.96
+    tensor([[-0.9640,  0.0000,  0.4621,  0.9640]])
+    """
+    alpha = checks.dyt(input, alpha, weight, bias)   # α as one scalar (a (1,) parameter viewed as ())
+    x = input.to(_opmath(input.dtype))
+    x_hat = torch.tanh(alpha * x)                 # x̂ = tanh(α x): squashed, not (x − μ) / √(σ² + ε)
+    y = _affine(x_hat, weight, bias)              # y = γ · x̂ + β   (γ, β over the trailing dims)
     return y.to(input.dtype)
 
 

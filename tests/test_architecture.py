@@ -141,7 +141,8 @@ def called_functions(method):
     return [f for f in found if inspect.isfunction(f)]
 
 
-LAYERS = [normlib.LayerNorm, normlib.RMSNorm, normlib.GroupNorm, normlib.BatchNorm1d, normlib.InstanceNorm1d]
+LAYERS = [normlib.LayerNorm, normlib.RMSNorm, normlib.GroupNorm, normlib.BatchNorm1d, normlib.InstanceNorm1d,
+          normlib.DyT]   # (normlib.dyt: its x̂ = tanh(αx) stands where the statistics were)
 
 
 def test_from_a_layers_forward_to_x_hat_is_one_jump():

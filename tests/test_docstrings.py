@@ -8,9 +8,9 @@ import inspect
 import pytest
 
 import normlib
-from normlib import axes, functional, modules, stats
+from normlib import axes, dyt, fold, functional, modules, stats
 
-PUBLIC = [(m, name) for m in (axes, functional, modules, stats) for name in m.__all__
+PUBLIC = [(m, name) for m in (axes, dyt, fold, functional, modules, stats) for name in m.__all__
           if inspect.isfunction(getattr(m, name)) or inspect.isclass(getattr(m, name))]
 
 
