@@ -3,17 +3,19 @@ implementation of what the task asks (torch's normalization functions and module
 library, torch's autograd in the backward task) fails the task, with a message in the student's
 language that names the call (normlib/exercises/_guard.py).
 
-For every task of the four assignments, in both languages, each one-line delegation below fails
+For every task of the assignments (five with the fold), in both languages, each one-line delegation below fails
 and names what it called; the hand-written solutions here (as a student writes them, with torch's
 helpers: mean, var, rsqrt, var_mean …) pass."""
 
 from __future__ import annotations
 
+import copy
 import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
+import torch.nn.utils.fusion
 from torch import nn
 
 import normlib
@@ -189,6 +191,24 @@ def _func_vjp(y, leaves, dy):
     return torch.func.vjp(lambda x, w, b: layer_norm(x, x.shape[-w.dim():], w, b, 0.01), x, w, b)[1](dy)
 
 
+def fold(conv, bn):
+    if bn.training:
+        raise ValueError("fold needs a BatchNorm in evaluation mode")
+    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)
+    b = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
+    folded = copy.deepcopy(conv)
+    folded.weight = nn.Parameter((conv.weight * scale.reshape((-1,) + (1,) * (conv.weight.dim() - 1))).detach())
+    folded.bias = nn.Parameter((scale * (b - bn.running_mean) + bn.bias).detach())
+    return folded
+
+
+def _fused_weights(conv, bn):
+    folded = copy.deepcopy(conv)
+    folded.weight, folded.bias = torch.nn.utils.fusion.fuse_conv_bn_weights(
+        conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias)
+    return folded
+
+
 LN = normlib.autograd.LayerNormFunction
 BNF = normlib.autograd.BatchNormFunction
 
@@ -277,6 +297,12 @@ DELEGATIONS = {
         ("normlib.modules.GroupNorm", lambda x, g, w=None, b=None, eps=1e-5: _affine(
             normlib.GroupNorm(g, x.shape[1], eps=eps, affine=False, dtype=x.dtype)(x), w, b, _view(x))),
     ],
+    "check_fold_batch_norm": [
+        ("normlib.fold.fold_batch_norm", lambda conv, bn: normlib.fold.fold_batch_norm(conv, bn)),
+        ("normlib.fold.fold_conv_bn", normlib.fold.fold_conv_bn),
+        ("torch.nn.utils.fusion.fuse_conv_bn_eval", lambda conv, bn: torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)),
+        ("torch.nn.utils.fusion.fuse_conv_bn_weights", _fused_weights),
+    ],
 }
 
 CHECKERS = {
@@ -289,12 +315,14 @@ CHECKERS = {
     "check_axes": [ex.check_axes],
     "check_channel_groups": [ex.check_channel_groups],
     "check_group_norm": [ex.check_group_norm],
+    "check_fold_batch_norm": [ex.check_fold_batch_norm],
 }
 
 SOLUTIONS = {
     "check_layer_norm_stats": layer_norm_stats, "check_layer_norm": layer_norm, "check_batch_norm": make_batch_norm(),
     "check_layer_norm_backward": make_function(), "check_batch_norm_backward": BatchNormFunction,
     "check_axes": reduction_axes, "check_channel_groups": channel_groups, "check_group_norm": group_norm,
+    "check_fold_batch_norm": fold,
 }
 
 CASES = [pytest.param(task, k, call, id=f"{task}-{call}-{k}")

@@ -12,7 +12,9 @@ The reference implementations:
   ``GroupNorm``, ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d`` (and their ``Lazy`` forms),
   ``SyncBatchNorm``, also when inherited or reached through ``super()``;
 * the book's library: any function of the modules directly in ``normlib/``
-  (``normlib.functional``, ``modules``, ``autograd``, ``stats``, ``axes``, …);
+  (``normlib.functional``, ``modules``, ``autograd``, ``stats``, ``axes``, ``fold``, …);
+* torch's BatchNorm folding: ``torch.nn.utils.fusion.fuse_conv_bn_eval``, ``fuse_conv_bn_weights``,
+  ``fuse_linear_bn_eval``, ``fuse_linear_bn_weights`` (the fold task, :mod:`.fold`);
 * in the backward task only (``Watch(autograd=True)``): torch's autograd called from the
   student's code (``torch.autograd.grad``, ``torch.autograd.backward``, ``Tensor.backward``,
   ``torch.autograd.functional``, ``torch.autograd.forward_ad``, ``torch.func``'s transforms).
@@ -45,6 +47,7 @@ import torch.autograd.forward_ad
 import torch.autograd.functional
 import torch.autograd.graph
 import torch.func
+import torch.nn.utils.fusion
 from torch.autograd.function import BackwardCFunction
 
 STEMS = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm")
@@ -93,6 +96,10 @@ def _special() -> Dict[int, Tuple[object, Tuple[str, object]]]:
     for name, fn in autograd.items():
         if fn is not None:
             add(fn, ("autograd", name))
+    for name in ("fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"):
+        fn = getattr(torch.nn.utils.fusion, name, None)
+        if fn is not None:
+            add(fn, ("torch", None))             # named like torch's normalization functions: module.function
     for fn in (BackwardCFunction.apply, getattr(BackwardCFunction, "apply_boxed", None)):
         if fn is not None:
             add(fn, ("backward", None))          # the engine runs a custom Function's backward

@@ -1,0 +1,238 @@
+"""Assignment 5 (folding BatchNorm into a convolution): ``check_fold_batch_norm``.
+
+The contract: the student writes ``fold(conv, bn)``, where ``conv`` is a ``torch.nn.Conv1d`` or
+``Conv2d`` (with or without a bias) and ``bn`` the evaluation-mode BatchNorm after it, and returns
+a **new layer of the conv's own type** (a ``Conv1d`` for a ``Conv1d``, same stride, padding, …),
+always with a bias, that computes ``bn(conv(x))`` in one step, per output channel c::
+
+    W'[c] = γ[c] · W[c] / √(running_var[c] + ε)
+    b'[c] = γ[c] · (b[c] − running_mean[c]) / √(running_var[c] + ε) + β[c]     (b = 0 without a bias)
+
+``conv`` and ``bn`` must be left unchanged. Given a BatchNorm in **training mode**, ``fold`` must
+refuse it by raising a ``ValueError``, a ``RuntimeError`` (not ``NotImplementedError``) or an
+``AssertionError`` (``assert not bn.training``): training mode normalizes with each batch's own
+statistics, which no fixed weight and bias reproduce. The reference is
+:func:`normlib.fold.fold_batch_norm`; calling it, or ``torch.nn.utils.fusion``'s
+``fuse_conv_bn_eval`` / ``fuse_conv_bn_weights``, does not score (:mod:`._guard`).
+
+>>> import copy
+>>> def fold(conv, bn):
+...     if bn.training:
+...         raise ValueError("fold needs a BatchNorm in evaluation mode")
+...     scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+...     b = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
+...     folded = copy.deepcopy(conv)
+...     with torch.no_grad():
+...         shape = (-1,) + (1,) * (conv.weight.dim() - 1)
+...         folded.weight = torch.nn.Parameter(conv.weight * scale.reshape(shape))
+...         folded.bias = torch.nn.Parameter(scale * (b - bn.running_mean) + bn.bias)
+...     return folded
+>>> check_fold_batch_norm(fold, "en")
+passed: fold (5 checks)
+>>> check_fold_batch_norm(fold, "ko")
+통과: fold (검사 5개)
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..book.i18n import text
+from ..fold import fold_batch_norm
+from ._report import CheckFailed, _case, _close, _compare, _input, _params, _passed, _Report, _start, _tol
+
+CONVS = {"Conv1d": nn.Conv1d, "Conv2d": nn.Conv2d}
+SPATIAL = {"Conv1d": (9,), "Conv2d": (6, 5)}
+# (layer, in_channels, out_channels, kernel_size, conv bias): Conv1d and Conv2d, with and without a bias
+CASES = (("Conv1d", 3, 4, 3, True), ("Conv2d", 3, 4, 3, False), ("Conv2d", 2, 5, (3, 2), True), ("Conv1d", 4, 3, 1, False))
+EPS = 0.01          # large enough that ε left out or put outside the square root is seen
+REFUSALS = (ValueError, RuntimeError, AssertionError)   # what a fold may raise for a training-mode BatchNorm
+SECTION = "ex:sec:03_train_eval"
+
+
+def _layers(case, gen: torch.Generator) -> Tuple[nn.Module, nn.Module, Tensor]:
+    """A seeded float64 conv and BatchNorm (random weights, bias, γ, β, running statistics) and an input."""
+    kind, c_in, c_out, kernel, bias = case
+    conv = CONVS[kind](c_in, c_out, kernel, bias=bias, dtype=torch.float64)
+    bn = getattr(nn, kind.replace("Conv", "BatchNorm"))(c_out, eps=EPS, dtype=torch.float64)
+    gamma, beta = _params((c_out,), gen, torch.float64)
+    with torch.no_grad():
+        conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen, dtype=torch.float64) * 0.7)
+        if bias:
+            conv.bias.copy_(torch.randn(c_out, generator=gen, dtype=torch.float64) + 0.5)
+        bn.weight.copy_(gamma)
+        bn.bias.copy_(beta)
+        bn.running_mean.copy_(2 * torch.randn(c_out, generator=gen, dtype=torch.float64) + 0.5)
+        bn.running_var.copy_(0.5 + 2 * torch.rand(c_out, generator=gen, dtype=torch.float64))
+    conv.eval()
+    bn.eval()
+    x = _input((4, c_in) + SPATIAL[kind], gen, torch.float64)
+    return conv, bn, x
+
+
+def _describe(conv: nn.Module) -> str:
+    return (f"{type(conv).__name__}({conv.in_channels}, {conv.out_channels}, kernel_size={tuple(conv.kernel_size)}, "
+            f"bias={conv.bias is not None})")
+
+
+def _fold(conv, bn, *, conv_bias: bool = True, eps: Optional[float] = None, std_eps: bool = False,
+          var_factor: float = 1.0) -> Tuple[Tensor, Tensor]:
+    """(W', b') by the formula, or with the named slips: the conv bias left out, another ε,
+    ε outside the square root (√var + ε), the running variance times a factor."""
+    eps = bn.eps if eps is None else eps
+    var = bn.running_var.detach() * var_factor
+    scale = bn.weight.detach() / (var.sqrt() + eps if std_eps else (var + eps).sqrt())
+    b = conv.bias.detach() if conv_bias and conv.bias is not None else torch.zeros_like(scale)
+    weight = conv.weight.detach() * scale.reshape((-1,) + (1,) * (conv.weight.dim() - 1))
+    return weight, scale * (b - bn.running_mean.detach()) + bn.bias.detach()
+
+
+def _implied_factor(got_weight, conv, bn) -> Optional[float]:
+    """The one factor k for which the student's weight equals the fold with k·running_var, if any:
+    per channel, s = ⟨W'_c, W_c⟩ / ⟨W_c, W_c⟩ and k_c = ((γ_c / s)² − ε) / var_c; their mean."""
+    if not isinstance(got_weight, Tensor) or got_weight.shape != conv.weight.shape:
+        return None
+    w, g = conv.weight.detach(), got_weight.detach().double()
+    dims = tuple(range(1, w.dim()))
+    s = (g * w).sum(dims) / (w * w).sum(dims)
+    k = ((bn.weight.detach() / s) ** 2 - bn.eps) / bn.running_var.detach()
+    factor = float(k.mean())
+    return factor if torch.isfinite(k).all() and abs(factor - 1) > 1e-3 else None
+
+
+def _explain(report: _Report, result, conv, bn, x: Tensor, got_output: Optional[Tensor]) -> None:
+    """Name the slip whose fold equals the student's: by the output when it differs
+    (``got_output``), else by the weight and the bias."""
+    tol = _tol(torch.float64)
+    candidates: Dict[str, Tuple[Tensor, Tensor]] = {}
+    if conv.bias is not None:
+        candidates["fold_no_conv_bias"] = _fold(conv, bn, conv_bias=False)
+    candidates["fold_std_eps"] = _fold(conv, bn, std_eps=True)
+    candidates["fold_no_eps"] = _fold(conv, bn, eps=0.0)
+    factor = _implied_factor(getattr(result, "weight", None), conv, bn)
+    if factor is not None:
+        candidates["fold_var_scaled"] = _fold(conv, bn, var_factor=factor)
+    with torch.no_grad():
+        for name, (weight, bias) in candidates.items():
+            if got_output is not None:
+                same = _close(got_output, conv._conv_forward(x, weight, bias), tol)
+            else:
+                same = _close(result.weight, weight, tol) and _close(result.bias, bias, tol)
+            if same:
+                kwargs = {"factor": f"{factor:.6g}"} if name == "fold_var_scaled" else {}
+                report.diagnose(name, f"ex:diag:{name}", "ex:sec:04_std_eps" if name == "fold_std_eps" else SECTION,
+                                **kwargs)
+                return
+        if got_output is not None:
+            batch = F.batch_norm(conv(x), None, None, bn.weight, bn.bias, training=True, eps=bn.eps)
+            if _close(got_output, batch, tol):
+                report.diagnose("fold_batch_stats", "ex:diag:fold_batch_stats", SECTION)
+
+
+def _state(*layers: nn.Module):
+    return [(layer.training, {k: v.detach().clone() for k, v in layer.state_dict().items()}) for layer in layers]
+
+
+def _unchanged(before, after) -> bool:
+    return all(tb == ta and sb.keys() == sa.keys() and all(torch.equal(sb[k], sa[k]) for k in sb)
+               for (tb, sb), (ta, sa) in zip(before, after))
+
+
+def _check_case(report: _Report, fold, conv, bn, x: Tensor) -> None:
+    expected = fold_batch_norm(conv, bn)                      # the reference, outside the guard
+    with torch.no_grad():
+        wanted = expected(x)
+    before = _state(conv, bn)
+    result = report.call(fold, conv, bn)
+    if not _unchanged(before, _state(conv, bn)):
+        report.add("ex:fold_modified")
+        report.fail()
+    layer = type(conv).__name__
+    if not isinstance(result, nn.Module):
+        hint = report.t("ex:return_missing") if result is None else ""
+        report.add("ex:fold_not_layer", expected=f"torch.nn.{layer}", got=type(result).__name__ + hint)
+        report.fail()
+    with torch.no_grad():
+        got = report.call(result, x.clone())
+    status = _compare(report, report.t("ex:output"), got, wanted, _tol(x.dtype))
+    if status == "values":
+        _explain(report, result, conv, bn, x, got)
+    if status != "ok":
+        report.fail()
+    if not isinstance(result, type(conv)):
+        report.add("ex:fold_not_layer", expected=f"torch.nn.{layer}", got=type(result).__name__)
+        report.fail()
+    for attr, reference in (("weight", expected.weight), ("bias", expected.bias)):
+        status = _compare(report, report.t(f"ex:fold_{attr}"), getattr(result, attr, None), reference.detach(),
+                          _tol(x.dtype))
+        if status == "values":
+            _explain(report, result, conv, bn, x, None)
+        if status != "ok":
+            report.fail()
+
+
+def _check_training(report: _Report, fold, conv, bn) -> None:
+    """A training-mode BatchNorm must be refused with one of :data:`REFUSALS`."""
+    bn.train()
+    try:
+        with report.guarded():
+            fold(conv, bn)
+    except CheckFailed:
+        raise
+    except NotImplementedError as error:
+        report.add("ex:not_implemented")
+        report.fail(error)
+    except REFUSALS:
+        return
+    except Exception as error:    # noqa: BLE001 - any other error in student code is reported
+        report.add("ex:fold_wrong_error", error=f"{type(error).__name__}: {error}")
+        report.fail(error)
+    report.diagnose("fold_training", "ex:diag:fold_training", SECTION)
+    report.fail()
+
+
+def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0) -> None:
+    """Check ``fold(conv, bn)`` (the contract is in the module's docstring) on each case
+    ``(layer, in_channels, out_channels, kernel_size, conv bias)`` — ``layer`` is ``"Conv1d"`` or
+    ``"Conv2d"`` — with seeded float64 weights, γ, β and running statistics (``eps=0.01``), then with
+    a training-mode BatchNorm, which ``fold`` must refuse. Each folded layer's output on a seeded
+    input, its weight and its bias are compared with :func:`normlib.fold.fold_batch_norm`'s.
+
+    On a difference the report names the slip (``CheckFailed.diagnoses``), recognised from what the
+    student's fold computed on the same conv and BatchNorm:
+
+    * ``fold_no_conv_bias``: the conv's bias treated as 0, b' = γ·(0 − μ)/√(σ² + ε) + β;
+    * ``fold_batch_stats``: the folded layer's output equals the BatchNorm applied with the mean and
+      (population) variance of the checker's batch ``conv(x)``, as in training mode, instead of the
+      running statistics;
+    * ``fold_var_scaled``: the fold with the running variance multiplied by one factor k ≠ 1 for
+      every channel (a "correction" such as n/(n − 1) or (n − 1)/n): k is read off the student's
+      weight (per channel, the scale s = ⟨W', W⟩/⟨W, W⟩ gives k = ((γ/s)² − ε)/σ², averaged) and
+      the fold with k·σ² must then equal the student's weight and bias (or output);
+    * ``fold_std_eps``: ε outside the square root, γ/(√σ² + ε);
+    * ``fold_no_eps``: ε left out, γ/√σ²;
+    * ``fold_training``: a training-mode BatchNorm folded without complaint.
+
+    >>> import normlib
+    >>> try:
+    ...     check_fold_batch_norm(normlib.fold.fold_batch_norm, "en")   # the library's own: does not score
+    ... except AssertionError as failure:
+    ...     print(str(failure).splitlines()[1][:49])
+      • your code called normlib.fold.fold_batch_norm
+    """
+    gen = _start(lang, fold, seed)
+    name = getattr(fold, "__name__", None) or "fold"
+    cases = tuple(cases)
+    for case in cases:
+        conv, bn, x = _layers(case, gen)
+        report = _Report(lang, name, ", ".join([_describe(conv), _case(lang, x.shape, eps=EPS),
+                                                text("ex:case_eval", lang)]), SECTION)
+        _check_case(report, fold, conv, bn, x)
+    conv, bn, x = _layers(cases[0] if cases else CASES[0], gen)
+    report = _Report(lang, name, ", ".join([_describe(conv), text("ex:case_fold_training", lang)]), SECTION)
+    _check_training(report, fold, conv, bn)
+    _passed(lang, name, len(cases) + 1)

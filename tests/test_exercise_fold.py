@@ -1,0 +1,121 @@
+"""normlib.exercises.check_fold_batch_norm: a hand-written fold passes in both languages; each
+slip (written here into an otherwise correct fold) is named, with the message in the student's
+language; a training-mode BatchNorm must be refused; bad checker arguments give clear errors."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from helpers import has_hangul
+from normlib import exercises as ex
+
+LANGS = ("ko", "en")
+
+
+def make_fold(*, conv_bias=True, batch_stats=False, var_factor=1.0, std_eps=False, no_eps=False,
+              refuse_training=True, error=ValueError):
+    """A hand-written fold(conv, bn) returning a new conv layer, with the slips asked for."""
+    def fold(conv, bn):
+        if refuse_training and bn.training:
+            raise error("fold needs a BatchNorm in evaluation mode (bn.eval())")
+        if batch_stats:
+            class Folded(torch.nn.Module):          # normalizes with the statistics of its own input
+                def forward(self, x):
+                    y = conv(x)
+                    dims = (0, *range(2, y.dim()))
+                    view = (1, -1) + (1,) * (y.dim() - 2)
+                    mean, var = y.mean(dims), y.var(dims, unbiased=False)
+                    return ((y - mean.reshape(view)) / torch.sqrt(var.reshape(view) + bn.eps)
+                            * bn.weight.reshape(view) + bn.bias.reshape(view))
+            return Folded()
+        eps = 0.0 if no_eps else bn.eps
+        var = bn.running_var * var_factor
+        scale = bn.weight / (var.sqrt() + eps if std_eps else torch.sqrt(var + eps))
+        b = conv.bias if conv_bias and conv.bias is not None else torch.zeros_like(bn.running_mean)
+        folded = copy.deepcopy(conv)
+        with torch.no_grad():
+            folded.weight = torch.nn.Parameter(conv.weight * scale.reshape((-1,) + (1,) * (conv.weight.dim() - 1)))
+            folded.bias = torch.nn.Parameter(scale * (b - bn.running_mean) + bn.bias)
+        return folded
+    return fold
+
+
+def _failure(fold, lang) -> ex.CheckFailed:
+    with pytest.raises(ex.CheckFailed) as info:
+        ex.check_fold_batch_norm(fold, lang)
+    return info.value
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_hand_written_fold_passes(lang, capsys):
+    ex.check_fold_batch_norm(make_fold(), lang)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 1 and "fold" in printed[0]
+    assert has_hangul(printed[0]) == (lang == "ko")
+
+
+@pytest.mark.parametrize("error", [ValueError, RuntimeError, AssertionError])
+def test_any_documented_refusal_of_training_mode_passes(error, capsys):
+    ex.check_fold_batch_norm(make_fold(error=error), "en")
+    assert capsys.readouterr().out.startswith("passed")
+
+
+SLIPS = [
+    (dict(conv_bias=False), "fold_no_conv_bias"),
+    (dict(batch_stats=True), "fold_batch_stats"),
+    (dict(var_factor=8 / 7), "fold_var_scaled"),          # n/(n − 1) with n = 8
+    (dict(var_factor=7 / 8), "fold_var_scaled"),
+    (dict(std_eps=True), "fold_std_eps"),
+    (dict(no_eps=True), "fold_no_eps"),
+    (dict(refuse_training=False), "fold_training"),
+]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("slip,name", SLIPS, ids=[f"{name}-{i}" for i, (_, name) in enumerate(SLIPS)])
+def test_each_slip_is_named_in_the_students_language(slip, name, lang):
+    error = _failure(make_fold(**slip), lang)
+    message = str(error)
+    assert error.diagnoses == (name,), message
+    assert has_hangul(message) == (lang == "ko"), message
+    reread = "다시 읽어 볼 곳" if lang == "ko" else "Reread"
+    assert reread in message.splitlines()[-1], message
+
+
+def test_the_scaled_variance_names_its_factor():
+    assert "1.14286" in str(_failure(make_fold(var_factor=8 / 7), "en"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_training_mode_batch_norm_must_be_refused(lang):
+    error = _failure(make_fold(refuse_training=False), lang)
+    assert error.diagnoses == ("fold_training",)
+    assert ("학습 모드" if lang == "ko" else "training mode") in str(error)
+    error = _failure(make_fold(error=TypeError), lang)            # not one of the documented refusals
+    assert "TypeError" in str(error) and error.diagnoses == ()
+
+
+def test_a_fold_not_written_yet_or_modifying_its_inputs_fails():
+    def skeleton(conv, bn):
+        raise NotImplementedError
+    assert "NotImplementedError" in str(_failure(skeleton, "en"))
+
+    def in_place(conv, bn):
+        folded = make_fold()(conv, bn)
+        with torch.no_grad():
+            conv.weight.copy_(folded.weight)
+            conv.bias = folded.bias
+        return conv
+    assert "changed the conv" in str(_failure(in_place, "en"))
+    assert "torch.nn.Conv" in str(_failure(lambda conv, bn: None, "en"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_bad_checker_arguments_give_clear_errors(lang):
+    with pytest.raises(TypeError, match="int 3"):
+        ex.check_fold_batch_norm(3, lang)
+    with pytest.raises(ValueError, match="fr"):
+        ex.check_fold_batch_norm(make_fold(), "fr")
