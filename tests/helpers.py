@@ -502,6 +502,16 @@ def raised(call):
     return info.value
 
 
+def raised_in_english_and_korean(call):
+    """The exceptions ``call`` raises with normlib explaining in English, then in Korean."""
+    import normlib
+
+    english = raised(call)
+    with normlib.speaking("ko"):
+        korean = raised(call)
+    return english, korean
+
+
 def assert_raises_like_torch(torch_call, normlib_call, must_contain):
     theirs, ours = raised(torch_call), raised(normlib_call)
     # code written against torch catches normlib's exception

@@ -18,7 +18,7 @@ from torch.autograd import gradcheck, gradgradcheck
 
 import normlib
 import normlib.functional as NF
-from helpers import DTYPES, has_hangul, layer_shapes, raised
+from helpers import DTYPES, has_hangul, layer_shapes, raised_in_english_and_korean
 from normlib import NormInputError
 
 ALPHAS = st.sampled_from([0.5, 0.8, 0.2, 1.0, 2.5, -0.7, 0.0, 1e-3, 10.0])
@@ -249,12 +249,7 @@ ERRORS = [
 @pytest.mark.parametrize("case", ERRORS, ids=[c[0] for c in ERRORS])
 def test_errors_name_what_was_expected_and_received_in_english_and_korean(case):
     _, call, kind, must_contain = case
-    english = raised(call)
-    normlib.set_language("ko")
-    try:
-        korean = raised(call)
-    finally:
-        normlib.set_language("en")
+    english, korean = raised_in_english_and_korean(call)
     for err in (english, korean):
         assert isinstance(err, kind), f"{type(err).__name__}: {err}"
         for needle in must_contain:

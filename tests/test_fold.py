@@ -22,7 +22,14 @@ from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
 import normlib
-from helpers import BASE_TOL, ROUNDING_FACTOR, assert_close_elementwise, has_hangul, raised
+from helpers import (
+    BASE_TOL,
+    ROUNDING_FACTOR,
+    assert_close_elementwise,
+    has_hangul,
+    raised,
+    raised_in_english_and_korean,
+)
 from normlib.fold import fold_batch_norm, fold_conv_bn, fold_linear_bn
 
 CONV = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
@@ -227,12 +234,7 @@ REFUSALS = [
 @pytest.mark.parametrize("case", REFUSALS, ids=[c[0] for c in REFUSALS])
 def test_every_refusal_explains_itself_in_english_and_korean(case):
     _, call, kind, must_contain = case
-    english = raised(call)
-    normlib.set_language("ko")
-    try:
-        korean = raised(call)
-    finally:
-        normlib.set_language("en")
+    english, korean = raised_in_english_and_korean(call)
     assert isinstance(english, kind) and type(korean) is type(english)
     assert not has_hangul(str(english)) and has_hangul(str(korean)), f"{english!s} / {korean!s}"
     assert str(english).split(": ")[0] == str(korean).split(": ")[0]   # the function's name first, in both

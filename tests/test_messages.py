@@ -12,7 +12,7 @@ import torch.nn.functional as TF
 
 import normlib
 import normlib.functional as NF
-from helpers import CASES, MODULE_CASES, ROOT, has_hangul, raised, x24
+from helpers import CASES, MODULE_CASES, ROOT, has_hangul, raised, raised_in_english_and_korean, x24
 
 CORE = sorted((ROOT / "normlib").glob("*.py"))
 
@@ -63,23 +63,16 @@ def test_import_normlib_speaks_english_and_set_language_checks_its_argument():
     assert normlib.language() == "en"
 
 
-def _english_and_korean(call):
-    english = raised(call)
-    with normlib.speaking("ko"):
-        korean = raised(call)
-    return english, korean
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_korean_selected_every_functional_error_explains_itself_in_korean(case):
     _, call, must_contain = case
-    _assert_korean_explanation(*_english_and_korean(lambda: call(NF)), must_contain)
+    _assert_korean_explanation(*raised_in_english_and_korean(lambda: call(NF)), must_contain)
 
 
 @pytest.mark.parametrize("case", MODULE_CASES, ids=[c[0] for c in MODULE_CASES])
 def test_korean_selected_every_module_error_explains_itself_in_korean(case):
     _, call, must_contain = case
-    _assert_korean_explanation(*_english_and_korean(lambda: call(normlib)), must_contain)
+    _assert_korean_explanation(*raised_in_english_and_korean(lambda: call(normlib)), must_contain)
 
 
 def _assert_korean_explanation(english, korean, must_contain):
