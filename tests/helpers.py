@@ -157,6 +157,46 @@ def init_batch_norm_state(module: torch.nn.Module, num_features: int, eps: float
     module.register_buffer("num_batches_tracked", torch.tensor(0))
 
 
+MARK_HANGUL = """(limit) => {
+  const texts = [];
+  for (const e of document.querySelectorAll('body *')) {
+    if (limit && texts.length >= limit) break;
+    const own = Array.from(e.childNodes).filter(c => c.nodeType === Node.TEXT_NODE).map(c => c.textContent).join('');
+    if (/[\\uac00-\\ud7a3]/.test(own) && e.getClientRects().length) {
+      e.setAttribute('data-hangul-probe', String(texts.length));
+      texts.push(own.trim().slice(0, 40));
+    }
+  }
+  return texts;
+}"""
+
+
+def hangul_without_nanum(page, limit: Optional[int] = None) -> tuple[list[str], list[str]]:
+    """(the visible elements' Hangul texts, up to ``limit``; those Chromium drew without
+    NanumGothic, so as boxes on a machine without a Korean system font). document.fonts cannot
+    tell: a font can be loaded and still not be used for a run of text."""
+    texts = page.evaluate(MARK_HANGUL, limit)
+    if not texts:
+        return texts, []
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-hangul-probe]"})["nodeIds"]
+        bad = []
+        for node in nodes:
+            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+            # No fonts: not drawn at all (scrolled away inside a box, collapsed).
+            if fonts and not any("nanum" in f["familyName"].lower() for f in fonts):
+                attributes = cdp.send("DOM.getAttributes", {"nodeId": node})["attributes"]
+                text = texts[int(attributes[attributes.index("data-hangul-probe") + 1])]
+                bad.append(f"{text!r} drawn with {', '.join(f['familyName'] for f in fonts)}")
+        return texts, bad
+    finally:
+        cdp.detach()
+
+
 def has_hangul(text: str) -> bool:
     return any("\uac00" <= ch <= "\ud7a3" for ch in text)
 

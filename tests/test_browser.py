@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import ROOT, toc_docnames
+from helpers import ROOT, hangul_without_nanum, toc_docnames
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 15_000
@@ -97,46 +97,6 @@ MEASURE = """async ({ hasWidgets }) => {
 }"""
 
 
-MARK_HANGUL = """() => {
-  const texts = [];
-  for (const e of document.querySelectorAll('body *')) {
-    if (texts.length >= 400) break;
-    const own = Array.from(e.childNodes).filter(c => c.nodeType === Node.TEXT_NODE).map(c => c.textContent).join('');
-    if (/[\\uac00-\\ud7a3]/.test(own) && e.getClientRects().length) {
-      e.setAttribute('data-hangul-probe', String(texts.length));
-      texts.push(own.trim().slice(0, 40));
-    }
-  }
-  return texts;
-}"""
-
-
-def hangul_without_web_font(page) -> list[str]:
-    """Texts of visible elements whose Hangul Chromium drew without NanumGothic (so as boxes on a
-    machine without a Korean system font). document.fonts cannot tell: a font can be loaded and
-    still not be used for a run of text."""
-    texts = page.evaluate(MARK_HANGUL)
-    if not texts:
-        return []
-    cdp = page.context.new_cdp_session(page)
-    try:
-        cdp.send("DOM.enable")
-        cdp.send("CSS.enable")
-        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
-        nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-hangul-probe]"})["nodeIds"]
-        bad = []
-        for node in nodes:
-            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
-            # No fonts: not drawn at all (scrolled away inside a box, collapsed).
-            if fonts and not any("nanum" in f["familyName"].lower() for f in fonts):
-                index = cdp.send("DOM.getAttributes", {"nodeId": node})["attributes"]
-                number = int(index[index.index("data-hangul-probe") + 1])
-                bad.append(f"{texts[number]!r} drawn with {', '.join(f['familyName'] for f in fonts)}")
-        return bad
-    finally:
-        cdp.detach()
-
-
 def isolated_context(browser, book_url: str, seen: list[str] | None = None):
     """A browser context whose requests to any host but the book's are aborted (and appended to
     ``seen`` when given): nothing leaves the machine."""
@@ -189,7 +149,7 @@ def visit(browser, book_url, offline_book):
         html = (offline_book / f"{docname}.html").read_text(encoding="utf-8")
         page.goto(f"{book_url}/{docname}.html", wait_until="load")
         v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
-        v.tofu = hangul_without_web_font(page)
+        _, v.tofu = hangul_without_nanum(page, limit=400)
         page.screenshot(path=str(ARTIFACTS / f"{screenshot_name(docname)}.png"), full_page=True)
         page.close()
         cache[docname] = v

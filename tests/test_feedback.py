@@ -40,7 +40,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from helpers import ROOT, has_hangul
+from helpers import ROOT, hangul_without_nanum, has_hangul
 from tools import feedback_pages
 
 STEM = "01_layernorm"
@@ -286,39 +286,6 @@ MEASURE = """async () => {
   };
 }"""
 
-MARK_HANGUL = """() => {
-  const texts = [];
-  for (const e of document.querySelectorAll('body *')) {
-    const own = Array.from(e.childNodes).filter(c => c.nodeType === Node.TEXT_NODE).map(c => c.textContent).join('');
-    if (/[\\uac00-\\ud7a3]/.test(own) && e.getClientRects().length) {
-      e.setAttribute('data-hangul-probe', String(texts.length));
-      texts.push(own.trim().slice(0, 40));
-    }
-  }
-  return texts;
-}"""
-
-
-def _hangul_without_nanum(page) -> tuple[int, list[str]]:
-    """(elements with Hangul, those Chromium drew with another font than NanumGothic)."""
-    texts = page.evaluate(MARK_HANGUL)
-    cdp = page.context.new_cdp_session(page)
-    try:
-        cdp.send("DOM.enable")
-        cdp.send("CSS.enable")
-        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
-        bad = []
-        for node in cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "[data-hangul-probe]"})["nodeIds"]:
-            fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
-            if fonts and not any("nanum" in f["familyName"].lower() for f in fonts):
-                attributes = cdp.send("DOM.getAttributes", {"nodeId": node})["attributes"]
-                text = texts[int(attributes[attributes.index("data-hangul-probe") + 1])]
-                bad.append(f"{text!r} drawn with {', '.join(f['familyName'] for f in fonts)}")
-        return len(texts), bad
-    finally:
-        cdp.detach()
-
-
 def _visit(browser, path: Path, screenshot: Path) -> dict:
     """Open ``path`` from disk, as a student opens an attachment, every request but the page
     refused: what the page reported, the requests it made, its JavaScript errors, its Hangul."""
@@ -336,7 +303,8 @@ def _visit(browser, path: Path, screenshot: Path) -> dict:
         page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
         page.goto(url, wait_until="load")
         facts = page.evaluate(MEASURE)
-        facts["probed"], facts["tofu"] = _hangul_without_nanum(page)
+        texts, facts["tofu"] = hangul_without_nanum(page)
+        facts["probed"] = len(texts)
         page.screenshot(path=str(screenshot), full_page=True)
     finally:
         context.close()
