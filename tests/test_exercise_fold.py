@@ -15,7 +15,7 @@ from normlib import exercises as ex
 LANGS = ("ko", "en")
 
 
-def make_fold(*, conv_bias=True, batch_stats=False, var_factor=1.0, std_eps=False, no_eps=False,
+def make_fold(*, conv_bias=True, batch_stats=False, unbiased=False, var_factor=1.0, std_eps=False, no_eps=False,
               refuse_training=True, error=ValueError):
     """A hand-written fold(conv, bn) returning a new conv layer, with the slips asked for."""
     def fold(conv, bn):
@@ -27,7 +27,7 @@ def make_fold(*, conv_bias=True, batch_stats=False, var_factor=1.0, std_eps=Fals
                     y = conv(x)
                     dims = (0, *range(2, y.dim()))
                     view = (1, -1) + (1,) * (y.dim() - 2)
-                    mean, var = y.mean(dims), y.var(dims, unbiased=False)
+                    mean, var = y.mean(dims), y.var(dims, unbiased=unbiased)
                     return ((y - mean.reshape(view)) / torch.sqrt(var.reshape(view) + bn.eps)
                             * bn.weight.reshape(view) + bn.bias.reshape(view))
             return Folded()
@@ -66,6 +66,7 @@ def test_any_documented_refusal_of_training_mode_passes(error, capsys):
 SLIPS = [
     (dict(conv_bias=False), "fold_no_conv_bias"),
     (dict(batch_stats=True), "fold_batch_stats"),
+    (dict(batch_stats=True, unbiased=True), "fold_batch_stats"),     # y.var(dims): torch's default, n − 1
     (dict(var_factor=8 / 7), "fold_var_scaled"),          # n/(n − 1) with n = 8
     (dict(var_factor=7 / 8), "fold_var_scaled"),
     (dict(std_eps=True), "fold_std_eps"),
@@ -83,6 +84,15 @@ def test_each_slip_is_named_in_the_students_language(slip, name, lang):
     assert has_hangul(message) == (lang == "ko"), message
     reread = "다시 읽어 볼 곳" if lang == "ko" else "Reread"
     assert reread in message.splitlines()[-1], message
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_batch_statistics_with_the_unbiased_variance_say_so(lang):
+    """x.var() divides by n − 1 by default: the batch-statistics diagnosis says which variance it saw."""
+    unbiased = str(_failure(make_fold(batch_stats=True, unbiased=True), lang))
+    population = str(_failure(make_fold(batch_stats=True), lang))
+    assert "n − 1" in unbiased and "n − 1" not in population
+    assert ("표본분산" if lang == "ko" else "unbiased variance") in unbiased
 
 
 def test_the_scaled_variance_names_its_factor():

@@ -38,11 +38,12 @@ from __future__ import annotations
 from typing import Dict, Optional, Sequence, Tuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..axes import channel_view
 from ..book.i18n import text
 from ..fold import fold_batch_norm
+from ..stats import moments
 from ._report import CheckFailed, _case, _close, _compare, _input, _params, _passed, _Report, _start, _tol
 
 CONVS = {"Conv1d": nn.Conv1d, "Conv2d": nn.Conv2d}
@@ -128,9 +129,17 @@ def _explain(report: _Report, result, conv, bn, x: Tensor, got_output: Optional[
                                 **kwargs)
                 return
         if got_output is not None:
-            batch = F.batch_norm(conv(x), None, None, bn.weight, bn.bias, training=True, eps=bn.eps)
-            if _close(got_output, batch, tol):
-                report.diagnose("fold_batch_stats", "ex:diag:fold_batch_stats", SECTION)
+            y = conv(x)
+            mean, var = moments(y, (0, *range(2, y.dim())))
+            n = y.numel() // y.shape[1]
+            for unbiased in (False, True):      # y.var(dims) divides by n − 1 unless told otherwise
+                v = var * n / (n - 1) if unbiased else var
+                batch = (y - mean) / torch.sqrt(v + bn.eps) * channel_view(bn.weight, y.dim()) \
+                    + channel_view(bn.bias, y.dim())
+                if _close(got_output, batch, tol):
+                    key = "ex:diag:fold_batch_stats_unbiased" if unbiased else "ex:diag:fold_batch_stats"
+                    report.diagnose("fold_batch_stats", key, SECTION)
+                    return
 
 
 def _state(*layers: nn.Module):
@@ -207,8 +216,9 @@ def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CA
 
     * ``fold_no_conv_bias``: the conv's bias treated as 0, b' = γ·(0 − μ)/√(σ² + ε) + β;
     * ``fold_batch_stats``: the folded layer's output equals the BatchNorm applied with the mean and
-      (population) variance of the checker's batch ``conv(x)``, as in training mode, instead of the
-      running statistics;
+      variance of the checker's batch ``conv(x)``, as in training mode, instead of the running
+      statistics; the population variance or the unbiased one (n − 1, what ``y.var(dims)`` gives),
+      and the message says which;
     * ``fold_var_scaled``: the fold with the running variance multiplied by one factor k ≠ 1 for
       every channel (a "correction" such as n/(n − 1) or (n − 1)/n): k is read off the student's
       weight (per channel, the scale s = ⟨W', W⟩/⟨W, W⟩ gives k = ((γ/s)² − ε)/σ², averaged) and
