@@ -1,0 +1,75 @@
+"""normlib.book.transformer, the tiny transformer of chapters 10 and 11: where each placement puts
+the norm, QK-normalization's bound on the attention logits, the task, and a training run that
+is the same twice."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import normlib
+from normlib.book.transformer import Block, TinyTransformer, reversal_batch, train
+
+
+def _plain_norm(d):
+    return normlib.LayerNorm(d, elementwise_affine=False)
+
+
+def test_post_norm_normalizes_the_residual_sum_and_pre_norm_leaves_it_alone():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8, dtype=torch.float64) * 3 + 1
+    post = Block(8, 2, _plain_norm, "post").double()
+    pre = Block(8, 2, _plain_norm, "pre").double()
+    y = post(x)   # every token of the output: mean 0, variance 1 (eps aside)
+    assert torch.allclose(y.mean(-1), torch.zeros(2, 5, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(y.var(-1, correction=0), torch.ones(2, 5, dtype=torch.float64), atol=1e-5)
+    # pre-norm: the output is the input plus the two branches, written out here
+    h = x + pre.attn(pre.norm1(x))
+    assert torch.equal(pre(x), h + pre.mlp(pre.norm2(h)))
+    assert not torch.allclose(pre(x).var(-1, correction=0), torch.ones(2, 5, dtype=torch.float64), atol=0.1)
+
+
+def test_only_a_pre_norm_model_has_a_final_norm():
+    kw = dict(vocab=5, length=4, d=8, heads=2, depth=1, norm=normlib.LayerNorm)
+    assert isinstance(TinyTransformer(**kw, placement="pre").final, normlib.LayerNorm)
+    assert isinstance(TinyTransformer(**kw, placement="post").final, torch.nn.Identity)
+    assert isinstance(TinyTransformer(**kw, placement="pre", final_norm=False).final, torch.nn.Identity)
+
+
+def test_qk_norm_bounds_the_attention_logits():
+    """With RMS-normalized q and k (no γ), |q·k|/√d_head ≤ ‖q‖‖k‖/√d_head = √d_head, however large x is."""
+    torch.manual_seed(0)
+    block = Block(8, 2, normlib.LayerNorm, "pre", qk_norm=lambda n: normlib.RMSNorm(n, elementwise_affine=False)).double()
+    block(torch.randn(2, 6, 8, dtype=torch.float64) * 100)
+    assert block.attn.last_logits.abs().max() <= math.sqrt(4) + 1e-9
+    plain = Block(8, 2, normlib.LayerNorm, "pre").double()
+    with torch.no_grad():
+        plain.attn.qkv.weight.mul_(10)
+    plain(torch.randn(2, 6, 8, dtype=torch.float64) * 100)
+    assert plain.attn.last_logits.abs().max() > 10
+
+
+def test_the_task_is_reversal():
+    tokens, targets = reversal_batch(4, 7, 5, torch.Generator().manual_seed(3))
+    assert tokens.shape == targets.shape == (4, 5)
+    assert tokens.min() >= 0 and tokens.max() < 7
+    assert [row[::-1] for row in tokens.tolist()] == targets.tolist()
+
+
+def test_training_is_deterministic_and_learns():
+    def run():
+        torch.manual_seed(0)
+        model = TinyTransformer(6, 5, 16, 2, 2, normlib.LayerNorm, "pre").double()
+        return train(model, 60, 1e-2, warmup=10, batch=16)
+    a, b = run(), run()
+    assert a == b
+    assert len(a["loss"]) == 60 and a["loss"][-1] < 0.5 * a["loss"][0]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="placement.*'middle'"):
+        TinyTransformer(5, 4, 8, 2, 1, normlib.LayerNorm, "middle")
+    with pytest.raises(ValueError, match="d=10 and heads=3"):
+        Block(10, 3, normlib.LayerNorm, "pre")
