@@ -3,7 +3,7 @@ implementation of what the task asks (torch's normalization functions and module
 library, torch's autograd in the backward task) fails the task, with a message in the student's
 language that names the call (normlib/exercises/_guard.py).
 
-For every task of the assignments (five with the fold), in both languages, each one-line delegation below fails
+For every task of the assignments (all five), in both languages, each one-line delegation below fails
 and names what it called; the hand-written solutions here (as a student writes them, with torch's
 helpers: mean, var, rsqrt, var_mean …) pass."""
 
@@ -202,6 +202,27 @@ def fold(conv, bn):
     return folded
 
 
+def scale_shift(bn):
+    s = bn.weight * torch.rsqrt(bn.running_var + bn.eps)
+    return s, bn.bias - s * bn.running_mean
+
+
+def _scale_shift_by_fold(bn):
+    """s and t read off normlib's fold of an identity Linear: W' = s·I, b' = β − s·μ."""
+    eye = nn.Linear(bn.num_features, bn.num_features, bias=False, dtype=bn.running_mean.dtype)
+    with torch.no_grad():
+        eye.weight.copy_(torch.eye(bn.num_features))
+    folded = normlib.fold.fold_batch_norm(eye, bn)
+    return folded.weight.diagonal(), folded.bias
+
+
+def _scale_shift_by_fusion(bn):
+    ones = torch.ones(bn.num_features, 1, dtype=bn.running_mean.dtype)
+    w, b = torch.nn.utils.fusion.fuse_linear_bn_weights(ones, torch.zeros_like(bn.running_mean), bn.running_mean,
+                                                        bn.running_var, bn.eps, bn.weight, bn.bias)
+    return w.reshape(-1), b
+
+
 def _fused_weights(conv, bn):
     folded = copy.deepcopy(conv)
     folded.weight, folded.bias = torch.nn.utils.fusion.fuse_conv_bn_weights(
@@ -297,6 +318,10 @@ DELEGATIONS = {
         ("normlib.modules.GroupNorm", lambda x, g, w=None, b=None, eps=1e-5: _affine(
             normlib.GroupNorm(g, x.shape[1], eps=eps, affine=False, dtype=x.dtype)(x), w, b, _view(x))),
     ],
+    "check_scale_shift": [
+        ("normlib.fold.fold_batch_norm", _scale_shift_by_fold),
+        ("torch.nn.utils.fusion.fuse_linear_bn_weights", _scale_shift_by_fusion),
+    ],
     "check_fold_batch_norm": [
         ("normlib.fold.fold_batch_norm", lambda conv, bn: normlib.fold.fold_batch_norm(conv, bn)),
         ("normlib.fold.fold_conv_bn", normlib.fold.fold_conv_bn),
@@ -315,14 +340,15 @@ CHECKERS = {
     "check_axes": [ex.check_axes],
     "check_channel_groups": [ex.check_channel_groups],
     "check_group_norm": [ex.check_group_norm],
-    "check_fold_batch_norm": [ex.check_fold_batch_norm],
+    "check_scale_shift": [ex.check_scale_shift],
+    "check_fold_batch_norm": [ex.check_fold_batch_norm, ex.check_fold_training],
 }
 
 SOLUTIONS = {
     "check_layer_norm_stats": layer_norm_stats, "check_layer_norm": layer_norm, "check_batch_norm": make_batch_norm(),
     "check_layer_norm_backward": make_function(), "check_batch_norm_backward": BatchNormFunction,
     "check_axes": reduction_axes, "check_channel_groups": channel_groups, "check_group_norm": group_norm,
-    "check_fold_batch_norm": fold,
+    "check_scale_shift": scale_shift, "check_fold_batch_norm": fold,
 }
 
 CASES = [pytest.param(task, k, call, id=f"{task}-{call}-{k}")

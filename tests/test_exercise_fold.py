@@ -5,6 +5,7 @@ language; a training-mode BatchNorm must be refused; bad checker arguments give 
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import torch
@@ -129,3 +130,78 @@ def test_bad_checker_arguments_give_clear_errors(lang):
         ex.check_fold_batch_norm(3, lang)
     with pytest.raises(ValueError, match="fr"):
         ex.check_fold_batch_norm(make_fold(), "fr")
+
+
+# --------------------------------------------------------------------------- part 1 (scale_shift) and the refusal apart
+
+def make_scale_shift(*, var_factor=1.0, std_eps=False, no_eps=False, unscaled_mean=False, in_place=False):
+    """A hand-written scale_shift(bn) -> (s, t), s = γ/√(σ² + ε), t = β − s·μ, with the slips asked for."""
+    def scale_shift(bn):
+        eps = 0.0 if no_eps else bn.eps
+        var = bn.running_var * var_factor
+        s = bn.weight / (var.sqrt() + eps if std_eps else torch.sqrt(var + eps))
+        t = bn.bias - (bn.running_mean if unscaled_mean else s * bn.running_mean)
+        if in_place:
+            with torch.no_grad():
+                bn.running_var.add_(bn.eps)
+        return s, t
+    return scale_shift
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_hand_written_scale_shift_passes(lang, capsys):
+    ex.check_scale_shift(make_scale_shift(), lang)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 1 and "scale_shift" in printed[0] and "4" in printed[0]
+    assert has_hangul(printed[0]) == (lang == "ko")
+
+
+SCALE_SLIPS = [
+    (dict(std_eps=True), "fold_std_eps"),
+    (dict(no_eps=True), "fold_no_eps"),
+    (dict(var_factor=8 / 7), "fold_var_scaled"),
+    (dict(unscaled_mean=True), "shift_unscaled_mean"),
+]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("slip,name", SCALE_SLIPS, ids=[name for _, name in SCALE_SLIPS])
+def test_each_scale_shift_slip_is_named_in_the_students_language(slip, name, lang):
+    with pytest.raises(ex.CheckFailed) as info:
+        ex.check_scale_shift(make_scale_shift(**slip), lang)
+    message = str(info.value)
+    assert info.value.diagnoses == (name,), message
+    assert has_hangul(message) == (lang == "ko"), message
+    assert ("배율 s" if lang == "ko" else "scale s") in message or name == "shift_unscaled_mean", message
+
+
+def test_scale_shift_must_return_a_pair_and_leave_bn_alone():
+    for wrong, words in ((lambda bn: bn.weight, "pair of tensors (s, t), received Parameter"),
+                         (lambda bn: None, "is a return statement missing?"),
+                         (make_scale_shift(in_place=True), "changed the bn")):
+        with pytest.raises(ex.CheckFailed, match=re.escape(words)):
+            ex.check_scale_shift(wrong, "en")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_refusal_is_checked_apart_and_the_fold_check_can_leave_it_out(lang, capsys):
+    ex.check_fold_batch_norm(make_fold(refuse_training=False), lang, training=False)
+    ex.check_fold_training(make_fold(conv_bias=False), lang)          # a wrong fold that refuses: this part passes
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and all(has_hangul(line) == (lang == "ko") for line in printed)
+    with pytest.raises(ex.CheckFailed) as info:
+        ex.check_fold_training(make_fold(refuse_training=False), lang)
+    assert info.value.diagnoses == ("fold_training",)
+
+
+def test_refusing_every_batch_norm_is_not_telling_the_modes_apart():
+    def refuses_all(conv, bn):
+        raise ValueError("no")
+    with pytest.raises(ex.CheckFailed) as info:
+        ex.check_fold_training(refuses_all, "en")
+    assert "an evaluation-mode BatchNorm must be folded" in str(info.value) and "ValueError: no" in str(info.value)
+
+    def skeleton(conv, bn):
+        raise NotImplementedError
+    with pytest.raises(ex.CheckFailed, match="not written yet"):
+        ex.check_fold_training(skeleton, "en")

@@ -20,7 +20,7 @@ module                 serves
 ``batchnorm``          assignment 2: ``check_batch_norm_train``, ``…_running``, ``…_eval``
 ``backward``           assignment 3: ``check_layer_norm_backward``, ``check_batch_norm_backward``
 ``axes_groupnorm``     assignment 4: ``check_axes``, ``check_channel_groups``, ``check_group_norm``
-``fold``               assignment 5: ``check_fold_batch_norm``
+``fold``               assignment 5: ``check_scale_shift``, ``check_fold_batch_norm``, ``check_fold_training``
 ``_report``            all: :class:`CheckFailed`, the message, comparisons, the seeded inputs
 ``_slips``             all: recognising a known slip from what the student's code computed
 ``_guard``             all: catching a call to a reference implementation while the student's code runs
@@ -31,7 +31,7 @@ from ._report import CheckFailed
 from .axes_groupnorm import AXES_INVALID, LAYOUTS, check_axes, check_channel_groups, check_group_norm
 from .backward import check_batch_norm_backward, check_layer_norm_backward
 from .batchnorm import check_batch_norm_eval, check_batch_norm_running, check_batch_norm_train
-from .fold import check_fold_batch_norm
+from .fold import check_fold_batch_norm, check_fold_training, check_scale_shift
 from .layernorm import check_layer_norm, check_layer_norm_stats
 
 __all__ = [
@@ -48,5 +48,7 @@ __all__ = [
     "check_axes",
     "check_channel_groups",
     "check_group_norm",
+    "check_scale_shift",
     "check_fold_batch_norm",
+    "check_fold_training",
 ]

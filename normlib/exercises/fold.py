@@ -1,6 +1,12 @@
-"""Assignment 5 (folding BatchNorm into a convolution): ``check_fold_batch_norm``.
+"""Assignment 5 (folding BatchNorm into a convolution): ``check_scale_shift`` (part 1),
+``check_fold_batch_norm`` and ``check_fold_training`` (part 2).
 
-The contract: the student writes ``fold(conv, bn)``, where ``conv`` is a ``torch.nn.Conv1d`` or
+Part 1: ``scale_shift(bn)`` returns the evaluation-mode BatchNorm as one affine map per channel,
+``bn(z) = s·z + t``: the pair ``(s, t)`` of shape ``(C,)``, s = γ / √(running_var + ε) and
+t = β − s · running_mean, leaving ``bn`` unchanged.
+
+Part 2:
+the student writes ``fold(conv, bn)``, where ``conv`` is a ``torch.nn.Conv1d`` or
 ``Conv2d`` (with or without a bias) and ``bn`` the evaluation-mode BatchNorm after it, and returns
 a **new layer of the conv's own type** (a ``Conv1d`` for a ``Conv1d``, same stride, padding, …),
 always with a bias, that computes ``bn(conv(x))`` in one step, per output channel c::
@@ -92,17 +98,22 @@ def _fold(conv, bn, *, conv_bias: bool = True, eps: Optional[float] = None, std_
     return weight, scale * (b - bn.running_mean.detach()) + bn.bias.detach()
 
 
+def _scale_factor(s: Tensor, bn) -> Optional[float]:
+    """The factor k for which the scale ``s`` is γ/√(k·running_var + ε), if one seems to be:
+    k_c = ((γ_c / s_c)² − ε) / var_c per channel, their mean (the caller then checks it)."""
+    k = ((bn.weight.detach() / s.detach().double()) ** 2 - bn.eps) / bn.running_var.detach()
+    factor = float(k.mean())
+    return factor if torch.isfinite(k).all() and abs(factor - 1) > 1e-3 else None
+
+
 def _implied_factor(got_weight, conv, bn) -> Optional[float]:
     """The one factor k for which the student's weight equals the fold with k·running_var, if any:
-    per channel, s = ⟨W'_c, W_c⟩ / ⟨W_c, W_c⟩ and k_c = ((γ_c / s)² − ε) / var_c; their mean."""
+    per channel, s = ⟨W'_c, W_c⟩ / ⟨W_c, W_c⟩, then :func:`_scale_factor`."""
     if not isinstance(got_weight, Tensor) or got_weight.shape != conv.weight.shape:
         return None
     w, g = conv.weight.detach(), got_weight.detach().double()
     dims = tuple(range(1, w.dim()))
-    s = (g * w).sum(dims) / (w * w).sum(dims)
-    k = ((bn.weight.detach() / s) ** 2 - bn.eps) / bn.running_var.detach()
-    factor = float(k.mean())
-    return factor if torch.isfinite(k).all() and abs(factor - 1) > 1e-3 else None
+    return _scale_factor((g * w).sum(dims) / (w * w).sum(dims), bn)
 
 
 def _explain(report: _Report, result, conv, bn, x: Tensor, got_output: Optional[Tensor]) -> None:
@@ -204,11 +215,13 @@ def _check_training(report: _Report, fold, conv, bn) -> None:
     report.fail()
 
 
-def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0) -> None:
+def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0,
+                          training: bool = True) -> None:
     """Check ``fold(conv, bn)`` (the contract is in the module's docstring) on each case
     ``(layer, in_channels, out_channels, kernel_size, conv bias)`` — ``layer`` is ``"Conv1d"`` or
-    ``"Conv2d"`` — with seeded float64 weights, γ, β and running statistics (``eps=0.01``), then with
-    a training-mode BatchNorm, which ``fold`` must refuse. Each folded layer's output on a seeded
+    ``"Conv2d"`` — with seeded float64 weights, γ, β and running statistics (``eps=0.01``), then
+    (unless ``training=False``: the assignment grades it apart, :func:`check_fold_training`) with a
+    training-mode BatchNorm, which ``fold`` must refuse. Each folded layer's output on a seeded
     input, its weight and its bias are compared with :func:`normlib.fold.fold_batch_norm`'s.
 
     On a difference the report names the slip (``CheckFailed.diagnoses``), recognised from what the
@@ -242,7 +255,105 @@ def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CA
         report = _Report(lang, name, ", ".join([_describe(conv), _case(lang, x.shape, eps=EPS),
                                                 text("ex:case_eval", lang)]), SECTION)
         _check_case(report, fold, conv, bn, x)
-    conv, bn, x = _layers(cases[0] if cases else CASES[0], gen)
+    if training:
+        conv, bn, x = _layers(cases[0] if cases else CASES[0], gen)
+        report = _Report(lang, name, ", ".join([_describe(conv), text("ex:case_fold_training", lang)]), SECTION)
+        _check_training(report, fold, conv, bn)
+    _passed(lang, name, len(cases) + training)
+
+
+def check_fold_training(fold, lang: str = "en", *, case: tuple = CASES[0], seed: int = 0) -> None:
+    """Check that ``fold(conv, bn)`` tells the modes apart: it accepts an evaluation-mode BatchNorm
+    (returns without raising; what it returns is :func:`check_fold_batch_norm`'s to check) and
+    refuses a training-mode one with a ``ValueError``, ``RuntimeError`` or ``AssertionError``
+    (diagnosis ``fold_training`` when it folds it without complaint).
+
+    >>> def fold(conv, bn):          # folds whatever it is given
+    ...     return conv
+    >>> try:
+    ...     check_fold_training(fold, "en")
+    ... except AssertionError as failure:
+    ...     print(failure.diagnoses)
+    ('fold_training',)
+    """
+    gen = _start(lang, fold, seed)
+    name = getattr(fold, "__name__", None) or "fold"
+    conv, bn, _ = _layers(case, gen)
+    report = _Report(lang, name, ", ".join([_describe(conv), text("ex:case_eval", lang)]), SECTION)
+    try:
+        with report.guarded():
+            fold(conv, bn)
+    except CheckFailed:
+        raise
+    except NotImplementedError as error:
+        report.add("ex:not_implemented")
+        report.fail(error)
+    except Exception as error:    # noqa: BLE001 - refusing every BatchNorm is not telling the modes apart
+        report.add("ex:fold_refused_eval", error=f"{type(error).__name__}: {error}")
+        report.fail(error)
     report = _Report(lang, name, ", ".join([_describe(conv), text("ex:case_fold_training", lang)]), SECTION)
     _check_training(report, fold, conv, bn)
-    _passed(lang, name, len(cases) + 1)
+    _passed(lang, name, 2)
+
+
+# --------------------------------------------------------------------------- part 1: the BatchNorm as s·z + t
+
+def _check_scale_shift_case(report: _Report, scale_shift, bn) -> None:
+    gamma, beta, mean = bn.weight.detach(), bn.bias.detach(), bn.running_mean.detach()
+    scale = gamma / torch.sqrt(bn.running_var.detach() + bn.eps)
+    before = _state(bn)
+    result = report.call(scale_shift, bn)
+    if not _unchanged(before, _state(bn)):
+        report.add("ex:scale_shift_modified")
+        report.fail()
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        report.add("ex:not_scale_shift", got=type(result).__name__ + (report.t("ex:return_missing") if result is None else ""))
+        report.fail()
+    statuses = [_compare(report, report.t(what), got, wanted, _tol(torch.float64)) for what, got, wanted in
+                (("ex:scale", result[0], scale), ("ex:shift", result[1], beta - scale * mean))]
+    if "shape" in statuses:
+        report.fail()
+    if statuses == ["ok", "ok"]:
+        return
+    s, t, tol = result[0].detach().double(), result[1].detach().double(), _tol(torch.float64)
+    factor = _scale_factor(s, bn)
+    var = bn.running_var.detach()
+    candidates = {"fold_std_eps": gamma / (var.sqrt() + bn.eps), "fold_no_eps": gamma / var.sqrt()}
+    if factor is not None:
+        candidates["fold_var_scaled"] = gamma / torch.sqrt(factor * var + bn.eps)
+    for slip, candidate in candidates.items():
+        if _close(s, candidate, tol):
+            kwargs = {"factor": f"{factor:.6g}"} if slip == "fold_var_scaled" else {}
+            report.diagnose(slip, f"ex:diag:{slip}", "ex:sec:04_std_eps" if slip == "fold_std_eps" else SECTION, **kwargs)
+            report.fail()
+    if statuses[0] == "ok" and _close(t, beta - mean, tol):
+        report.diagnose("shift_unscaled_mean", "ex:diag:shift_unscaled_mean", SECTION)
+    report.fail()
+
+
+def check_scale_shift(scale_shift, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0) -> None:
+    """Check ``scale_shift(bn)`` (part 1; the contract is in the module's docstring) on the seeded
+    evaluation-mode BatchNorm1d/2d of each case of :func:`check_fold_batch_norm` (``eps=0.01``):
+    ``s`` and ``t`` are compared with γ/√(running_var + ε) and β − s·running_mean.
+
+    Slips named: ``fold_std_eps``, ``fold_no_eps`` and ``fold_var_scaled`` (recognised from ``s``,
+    as in :func:`check_fold_batch_norm`), and ``shift_unscaled_mean``: ``s`` right, t = β − μ.
+
+    >>> def scale_shift(bn):
+    ...     s = bn.weight / (bn.running_var.sqrt() + bn.eps)        # ε outside the square root
+    ...     return s, bn.bias - s * bn.running_mean
+    >>> try:
+    ...     check_scale_shift(scale_shift, "en")
+    ... except AssertionError as failure:
+    ...     print(failure.diagnoses)
+    ('fold_std_eps',)
+    """
+    gen = _start(lang, scale_shift, seed)
+    name = getattr(scale_shift, "__name__", None) or "scale_shift"
+    cases = tuple(cases)
+    for case in cases:
+        _, bn, _ = _layers(case, gen)
+        report = _Report(lang, name, ", ".join([f"{type(bn).__name__}({bn.num_features}, eps={bn.eps})",
+                                                text("ex:case_eval", lang)]), SECTION)
+        _check_scale_shift_case(report, scale_shift, bn)
+    _passed(lang, name, len(cases))
