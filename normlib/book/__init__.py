@@ -1,15 +1,16 @@
 """What the book's pages use besides the library: strings in two languages, the running table,
-drawings, explorers and chapter 9's process launcher. Needs the ``book`` extra (matplotlib,
-ipywidgets); the library itself (``import normlib``) needs none of it.
+drawings, explorers, chapter 9's process launcher and chapters 10-11's tiny transformer. Needs the
+``book`` extra (matplotlib, ipywidgets); the library itself (``import normlib``) needs none of it.
 
-=================  =====================================================================
-:mod:`.i18n`       every string a page prints or draws, in Korean and English
-:mod:`.examples`   the running 4 × 3 table, and ``within`` for rounding-level differences
-:mod:`.viz`        matplotlib drawings of which elements share one statistic
-:mod:`.widgets`    the explorers (static for the HTML book, live in JupyterLab)
-:mod:`.launch`     start processes in one ``torch.distributed`` group (chapter 9)
-:mod:`.devices`    chapter 9's demo: one SyncBatchNorm step per split of the batch
-=================  =====================================================================
+===================  =====================================================================
+:mod:`.i18n`         every string a page prints or draws, in Korean and English
+:mod:`.examples`     the running 4 × 3 table, and ``within`` for rounding-level differences
+:mod:`.viz`          matplotlib drawings of which elements share one statistic
+:mod:`.widgets`      the explorers (static for the HTML book, live in JupyterLab)
+:mod:`.launch`       start processes in one ``torch.distributed`` group (chapter 9)
+:mod:`.devices`      chapter 9's demo: one SyncBatchNorm step per split of the batch
+:mod:`.transformer`  chapters 10 and 11's tiny transformer (post- or pre-norm), its task and loop
+===================  =====================================================================
 
 A chapter's setup cell is ``T = book.start(LANG)``: see :func:`start`.
 """
