@@ -205,3 +205,35 @@ def test_refusing_every_batch_norm_is_not_telling_the_modes_apart():
         raise NotImplementedError
     with pytest.raises(ex.CheckFailed, match="not written yet"):
         ex.check_fold_training(skeleton, "en")
+
+
+def test_a_fresh_conv_loses_stride_padding_and_groups():
+    """The cases may pass stride, padding and groups to the conv: a fold that builds a new conv from
+    the channel counts and kernel alone passes the plain cases and fails those."""
+    def fresh(conv, bn):
+        if bn.training:
+            raise ValueError("eval mode only")
+        copied = make_fold()(conv, bn)
+        new = type(conv)(conv.in_channels, conv.out_channels, conv.kernel_size, dtype=conv.weight.dtype)
+        new.weight, new.bias = copied.weight, copied.bias
+        return new
+    plain = [("Conv1d", 3, 4, 3, True), ("Conv2d", 2, 3, 3, False)]
+    ex.check_fold_batch_norm(fresh, "en", cases=plain, eps=1e-3, seed=3)
+    for options in ({"stride": 2}, {"padding": 1}, {"groups": 2, "padding": 1}):
+        cases = [("Conv2d", 4, 6, 3, True, options)]
+        ex.check_fold_batch_norm(make_fold(), "en", cases=cases, eps=1e-3)
+        with pytest.raises(ex.CheckFailed) as info:
+            ex.check_fold_batch_norm(fresh, "en", cases=cases, eps=1e-3)
+        assert all(f"{key}=" in str(info.value).splitlines()[0] for key in options), str(info.value)
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.1])
+def test_slips_are_named_with_another_eps(eps):
+    for slip, name in SLIPS[:-1]:
+        with pytest.raises(ex.CheckFailed) as info:
+            ex.check_fold_batch_norm(make_fold(**slip), "en", eps=eps, seed=4)
+        assert info.value.diagnoses == (name,), str(info.value)
+    for slip, name in SCALE_SLIPS:
+        with pytest.raises(ex.CheckFailed) as info:
+            ex.check_scale_shift(make_scale_shift(**slip), "en", eps=eps, seed=4)
+        assert info.value.diagnoses == (name,), str(info.value)

@@ -54,18 +54,19 @@ from ._report import CheckFailed, _case, _close, _compare, _input, _params, _pas
 
 CONVS = {"Conv1d": nn.Conv1d, "Conv2d": nn.Conv2d}
 SPATIAL = {"Conv1d": (9,), "Conv2d": (6, 5)}
-# (layer, in_channels, out_channels, kernel_size, conv bias): Conv1d and Conv2d, with and without a bias
+# (layer, in_channels, out_channels, kernel_size, conv bias[, more Conv arguments such as stride, padding,
+# groups]): Conv1d and Conv2d, with and without a bias
 CASES = (("Conv1d", 3, 4, 3, True), ("Conv2d", 3, 4, 3, False), ("Conv2d", 2, 5, (3, 2), True), ("Conv1d", 4, 3, 1, False))
 EPS = 0.01          # large enough that ε left out or put outside the square root is seen
 REFUSALS = (ValueError, RuntimeError, AssertionError)   # what a fold may raise for a training-mode BatchNorm
 SECTION = "ex:sec:03_train_eval"
 
 
-def _layers(case, gen: torch.Generator) -> Tuple[nn.Module, nn.Module, Tensor]:
+def _layers(case, gen: torch.Generator, eps: float = EPS) -> Tuple[nn.Module, nn.Module, Tensor]:
     """A seeded float64 conv and BatchNorm (random weights, bias, γ, β, running statistics) and an input."""
-    kind, c_in, c_out, kernel, bias = case
-    conv = CONVS[kind](c_in, c_out, kernel, bias=bias, dtype=torch.float64)
-    bn = getattr(nn, kind.replace("Conv", "BatchNorm"))(c_out, eps=EPS, dtype=torch.float64)
+    kind, c_in, c_out, kernel, bias, *more = case
+    conv = CONVS[kind](c_in, c_out, kernel, bias=bias, dtype=torch.float64, **(more[0] if more else {}))
+    bn = getattr(nn, kind.replace("Conv", "BatchNorm"))(c_out, eps=eps, dtype=torch.float64)
     gamma, beta = _params((c_out,), gen, torch.float64)
     with torch.no_grad():
         conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen, dtype=torch.float64) * 0.7)
@@ -82,8 +83,10 @@ def _layers(case, gen: torch.Generator) -> Tuple[nn.Module, nn.Module, Tensor]:
 
 
 def _describe(conv: nn.Module) -> str:
-    return (f"{type(conv).__name__}({conv.in_channels}, {conv.out_channels}, kernel_size={tuple(conv.kernel_size)}, "
-            f"bias={conv.bias is not None})")
+    more = "".join(f", {key}={getattr(conv, key)}" for key, default in (("stride", 1), ("padding", 0), ("groups", 1))
+                   if getattr(conv, key) not in (default, (default,) * len(conv.kernel_size)))
+    return (f"{type(conv).__name__}({conv.in_channels}, {conv.out_channels}, kernel_size={tuple(conv.kernel_size)}"
+            f"{more}, bias={conv.bias is not None})")
 
 
 def _fold(conv, bn, *, conv_bias: bool = True, eps: Optional[float] = None, std_eps: bool = False,
@@ -216,10 +219,12 @@ def _check_training(report: _Report, fold, conv, bn) -> None:
 
 
 def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0,
-                          training: bool = True) -> None:
+                          eps: float = EPS, training: bool = True) -> None:
     """Check ``fold(conv, bn)`` (the contract is in the module's docstring) on each case
     ``(layer, in_channels, out_channels, kernel_size, conv bias)`` — ``layer`` is ``"Conv1d"`` or
-    ``"Conv2d"`` — with seeded float64 weights, γ, β and running statistics (``eps=0.01``), then
+    ``"Conv2d"``; a sixth item, a dict such as ``{"stride": 2, "padding": 1, "groups": 2}``, is passed
+    on to the conv — with seeded float64 weights, γ, β and running statistics (the BatchNorm's
+    ``eps``, 0.01 unless given), then
     (unless ``training=False``: the assignment grades it apart, :func:`check_fold_training`) with a
     training-mode BatchNorm, which ``fold`` must refuse. Each folded layer's output on a seeded
     input, its weight and its bias are compared with :func:`normlib.fold.fold_batch_norm`'s.
@@ -251,12 +256,12 @@ def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CA
     name = getattr(fold, "__name__", None) or "fold"
     cases = tuple(cases)
     for case in cases:
-        conv, bn, x = _layers(case, gen)
-        report = _Report(lang, name, ", ".join([_describe(conv), _case(lang, x.shape, eps=EPS),
+        conv, bn, x = _layers(case, gen, eps)
+        report = _Report(lang, name, ", ".join([_describe(conv), _case(lang, x.shape, eps=eps),
                                                 text("ex:case_eval", lang)]), SECTION)
         _check_case(report, fold, conv, bn, x)
     if training:
-        conv, bn, x = _layers(cases[0] if cases else CASES[0], gen)
+        conv, bn, x = _layers(cases[0] if cases else CASES[0], gen, eps)
         report = _Report(lang, name, ", ".join([_describe(conv), text("ex:case_fold_training", lang)]), SECTION)
         _check_training(report, fold, conv, bn)
     _passed(lang, name, len(cases) + training)
@@ -331,9 +336,10 @@ def _check_scale_shift_case(report: _Report, scale_shift, bn) -> None:
     report.fail()
 
 
-def check_scale_shift(scale_shift, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0) -> None:
+def check_scale_shift(scale_shift, lang: str = "en", *, cases: Sequence[tuple] = CASES, seed: int = 0,
+                      eps: float = EPS) -> None:
     """Check ``scale_shift(bn)`` (part 1; the contract is in the module's docstring) on the seeded
-    evaluation-mode BatchNorm1d/2d of each case of :func:`check_fold_batch_norm` (``eps=0.01``):
+    evaluation-mode BatchNorm1d/2d of each case of :func:`check_fold_batch_norm` (``eps=0.01`` unless given):
     ``s`` and ``t`` are compared with γ/√(running_var + ε) and β − s·running_mean.
 
     Slips named: ``fold_std_eps``, ``fold_no_eps`` and ``fold_var_scaled`` (recognised from ``s``,
@@ -352,7 +358,7 @@ def check_scale_shift(scale_shift, lang: str = "en", *, cases: Sequence[tuple] =
     name = getattr(scale_shift, "__name__", None) or "scale_shift"
     cases = tuple(cases)
     for case in cases:
-        _, bn, _ = _layers(case, gen)
+        _, bn, _ = _layers(case, gen, eps)
         report = _Report(lang, name, ", ".join([f"{type(bn).__name__}({bn.num_features}, eps={bn.eps})",
                                                 text("ex:case_eval", lang)]), SECTION)
         _check_scale_shift_case(report, scale_shift, bn)
