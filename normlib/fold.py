@@ -46,7 +46,8 @@ Layer = TypeVar("Layer", nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 
 
 def fold_batch_norm(layer: Layer, bn: nn.Module) -> Layer:
-    """A new ``layer`` that computes ``bn(layer(x))`` of an evaluation-mode BatchNorm in one step.
+    """A new ``layer`` that computes ``bn(layer(x))`` of an evaluation-mode BatchNorm in one step
+    (chapter 10 derives it and checks it on the book's table).
 
     ``layer`` is a ``torch.nn.Conv1d``, ``Conv2d`` or ``Conv3d`` (any ``groups``, ``stride``,
     ``padding``, ``dilation``, with or without a bias) or a ``torch.nn.Linear`` (whose output
@@ -160,7 +161,7 @@ def _check(layer: nn.Module, bn: nn.Module, kinds: tuple, fn: str) -> None:
                "reproduce. Call bn.eval() first; the fold uses the running statistics",
             ko="평가 모드의 BatchNorm이 필요한데 학습 모드인 것을 받았습니다. 학습 모드는 배치마다 그 배치의 "
                "평균과 분산으로 정규화하므로, 고정된 가중치와 편향으로는 재현할 수 없습니다. 먼저 bn.eval()을 "
-               "부르세요. 접기(fold)는 이동 통계를 씁니다"))
+               "부르세요. 접기는 이동 통계를 씁니다"))
     if bn.running_mean is None or bn.running_var is None:
         raise NormInputError(f"{fn}: " + say(
             en=f"expected a BatchNorm with running statistics, but got {type(bn).__name__} with "
