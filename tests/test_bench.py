@@ -16,7 +16,7 @@ from normlib import bench
 from normlib.bench import variants
 from normlib.bench.report import shape_label
 
-TINY = {"layer_norm": (6, 16), "rms_norm": (6, 16), "batch_norm2d": (4, 3, 5, 5)}
+TINY = {"layer_norm": (6, 16), "rms_norm": (6, 16), "batch_norm2d": (4, 3, 5, 5), "dyt": (6, 16)}
 
 
 def outputs_and_grads(op, variant, mode="forward+backward"):
@@ -40,8 +40,12 @@ def assert_same(ours, ref, what):
 # ------------------------------------------------------------------ the package
 
 def test_the_variant_table_has_every_op_and_variant():
-    assert set(variants.IMPLEMENTATIONS) == {(op, v) for op in bench.OPS for v in bench.VARIANTS}
-    assert set(variants.ARGUMENTS) == set(bench.OPS)
+    assert set(variants.IMPLEMENTATIONS) == {(op, v) for op in bench.ALL_OPS for v in bench.VARIANTS_OF[op]}
+    assert set(variants.ARGUMENTS) == set(bench.ALL_OPS)
+    # chapter 8's suite is unchanged by chapter 11's DyT, which has no hand-derived backward and no built-in
+    assert bench.OPS == ("layer_norm", "rms_norm", "batch_norm2d") and bench.ALL_OPS == bench.OPS + ("dyt",)
+    assert all(bench.VARIANTS_OF[op] == bench.VARIANTS for op in bench.OPS)
+    assert bench.VARIANTS_OF["dyt"] == ("readable", "compiled")
     assert all(hasattr(bench, name) for name in bench.__all__)
 
 
@@ -62,6 +66,25 @@ def test_variants_compute_what_torch_computes(op, variant, mode):
     assert_same(ours, ref, f"{op} {variant} {mode}")
     if op == "batch_norm2d":   # training mode: the running statistics move the same way
         assert_same(state, ref_state, f"{op} {variant} running statistics")
+
+
+@pytest.mark.parametrize("mode", bench.MODES)
+def test_dyt_computes_its_formula_with_alpha_a_leaf(mode):
+    """The DyT case: y = γ·tanh(α x) + β written out here, α = 0.5 a leaf whose gradient the
+    benchmark computes too (forward+backward: x, γ, β and α)."""
+    ours, alpha = outputs_and_grads("dyt", "readable", mode)
+    case = variants.Case("dyt", TINY["dyt"], mode, seed=1)
+    leaves = [t.detach().clone().requires_grad_(True) for t in (case.x, case.weight, case.bias)]
+    a = torch.tensor([0.5], requires_grad=True)
+    x, w, b = leaves
+    y = w * torch.tanh(a * x) + b
+    ref = [y.detach()]
+    if mode == "forward+backward":
+        y.backward(case.dy)
+        ref += [x.grad, w.grad, b.grad, a.grad]
+    assert len(ours) == len(ref) == (1 if mode == "forward" else 5)
+    assert_same(ours, ref, f"dyt {mode}")
+    assert alpha.shape == (1,) and alpha.item() == 0.5
 
 
 @pytest.mark.slow   # torch.compile with inductor: 20 s on 2 cores; not in `make test-fast`
@@ -214,7 +237,8 @@ def test_figures_have_a_panel_per_op_and_mode():
 # ------------------------------------------------------------------ bad inputs
 
 @pytest.mark.parametrize("kwargs,expected", [
-    (dict(op="group_norm"), "op must be one of 'layer_norm', 'rms_norm', 'batch_norm2d'; got 'group_norm'"),
+    (dict(op="group_norm"), "op must be one of 'layer_norm', 'rms_norm', 'batch_norm2d', 'dyt'; got 'group_norm'"),
+    (dict(op="dyt", variant="hand"), "variant must be one of 'readable', 'compiled'; got 'hand'"),
     (dict(variant="fast"), "variant must be one of 'readable', 'hand', 'compiled', 'torch'; got 'fast'"),
     (dict(mode="backward"), "mode must be one of 'forward', 'forward+backward'; got 'backward'"),
     (dict(op="batch_norm2d", shape=(4, 8)), "batch_norm2d expects a shape (N, C, H, W); got (4, 8)"),
@@ -232,3 +256,40 @@ def test_bad_inputs_name_what_was_expected_and_received(kwargs, expected):
 def test_run_checks_before_measuring():
     with pytest.raises(ValueError, match="got 'layernorm'"):
         bench.run({"layernorm": [(4, 8)]}, bandwidth=1.0, gflops=1.0, progress=False)
+
+
+# ------------------------------------------------------------------ across ops, and counting passes
+
+def test_compare_ops_times_each_pair_on_its_own_ops_input():
+    rows = bench.compare_ops([("dyt", "readable"), ("layer_norm", "torch"), ("rms_norm", "readable")], (8, 16),
+                             "forward+backward", repeats=3, warmup=1, bandwidth=10.0)
+    assert [(r.op, r.variant) for r in rows] == [("dyt", "readable"), ("layer_norm", "torch"), ("rms_norm", "readable")]
+    assert all(len(r.times) == 3 and r.seconds > 0 and r.fraction is not None for r in rows)
+    assert all(r.saved_bytes and r.saved_bytes >= 8 * 16 * 4 for r in rows)   # each keeps at least x for its backward
+    with pytest.raises(ValueError, match="got none"):
+        bench.compare_ops([], (8, 16), "forward")
+    with pytest.raises(ValueError, match="got 'torch'"):
+        bench.compare_ops([("dyt", "torch")], (8, 16), "forward")
+
+
+def test_passes_are_counted_by_hand():
+    """Chapter 8's counts, by hand: a copy reads once and writes once; a view moves nothing; torch's
+    fused LayerNorm is 1 read + 1 write forward and dy, x read + dx written backward; the readable one
+    reads 9 times and writes 6 (chapter 8 lists its eight operations)."""
+    import normlib
+
+    x = torch.randn(32, 16, requires_grad=True)
+    w, b = torch.rand(16, requires_grad=True), torch.randn(16, requires_grad=True)
+    copy, _ = bench.passes(lambda: x.clone(), [x])
+    assert (copy.reads, copy.writes, copy.kernels) == (1, 1, 1)
+    with bench.Traffic(x.numel()) as views:
+        x.view(16, 32).t().detach()
+    assert views.total == 0 and views.ops == []
+    fwd, bwd = bench.passes(lambda: torch.nn.functional.layer_norm(x, (16,), w, b), [x, w, b])
+    assert (fwd.reads, fwd.writes, bwd.reads, bwd.writes) == (1, 1, 2, 1)
+    fwd, _ = bench.passes(lambda: normlib.functional.layer_norm(x, (16,), w, b), [x, w, b])
+    assert (fwd.reads, fwd.writes, fwd.kernels) == (9, 6, 8)
+    fwd, _ = bench.passes(lambda: normlib.functional.dyt(x, 0.5, w, b), [x, w, b])   # α·x, tanh, ·γ, +β
+    assert (fwd.reads, fwd.writes, fwd.kernels) == (4, 4, 4)
+    with pytest.raises(ValueError, match="got none"):
+        bench.passes(lambda: x, [])

@@ -3,6 +3,7 @@
 Four versions of LayerNorm, RMSNorm and BatchNorm2d (training mode) are compared with each
 other, as ratios to PyTorch's built-in, forward and forward+backward, float32 on the CPU.
 ``make bench`` (``benchmarks/normalization.py``) runs the full suite; chapter 8 a small one.
+``make bench-dyt`` (``benchmarks/dyt.py``) times chapter 11's DyT against LayerNorm and RMSNorm.
 
 =================  ========================================================================
 :mod:`.variants`   the ops, variants and modes; one table of the function each variant runs
@@ -10,6 +11,7 @@ other, as ratios to PyTorch's built-in, forward and forward+backward, float32 on
 :mod:`.machine`    the machine: timing, copy bandwidth, matmul speed, peak memory, its name
 :mod:`.graphs`     what torch.compile makes of the readable functions (graph breaks)
 :mod:`.suite`      the measuring: compare the variants on one input, run over many sizes
+:mod:`.traffic`    count the memory passes of a call, operation by operation (chapters 8, 11)
 :mod:`.report`     a run's rows and results, their JSON, the Markdown table, the targets
 :mod:`.plots`      the figures (matplotlib, imported when one is drawn)
 =================  ========================================================================
@@ -22,14 +24,15 @@ from .graphs import graph_breaks
 from .machine import copy_bandwidth, keep_freed_memory, machine_info, matmul_gflops, peak_memory
 from .plots import plot, roofline
 from .report import Results, Row, last_run, load, markdown_table, targets, targets_markdown
-from .suite import compare, measure, run
-from .variants import MODES, OPS, SMALL_SIZES, VARIANTS
+from .suite import compare, compare_ops, measure, run
+from .traffic import Traffic, passes
+from .variants import ALL_OPS, MODES, OPS, SMALL_SIZES, VARIANTS, VARIANTS_OF
 from .work import FLOPS_PER_ELEMENT, PASSES, minimal_bytes
 
 __all__ = [
-    "OPS", "VARIANTS", "MODES", "PASSES", "FLOPS_PER_ELEMENT", "SMALL_SIZES",
+    "OPS", "ALL_OPS", "VARIANTS", "VARIANTS_OF", "MODES", "PASSES", "FLOPS_PER_ELEMENT", "SMALL_SIZES",
     "Row", "Results",
     "minimal_bytes", "copy_bandwidth", "keep_freed_memory", "matmul_gflops", "peak_memory", "machine_info", "graph_breaks",
-    "measure", "compare", "run", "load", "last_run",
+    "measure", "compare", "compare_ops", "run", "Traffic", "passes", "load", "last_run",
     "markdown_table", "targets", "targets_markdown", "plot", "roofline",
 ]

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .variants import ARGUMENTS, IMPLEMENTATIONS, OPS, SMALL_SIZES, Case, check_choice, check_shape
+from .variants import ALL_OPS, ARGUMENTS, IMPLEMENTATIONS, SMALL_SIZES, Case, check_choice, check_shape
 
 __all__ = ["graph_breaks", "compile_counts"]
 
@@ -25,8 +25,8 @@ def graph_breaks(op: str, shape: Optional[Sequence[int]] = None) -> Dict[str, ob
     >>> graph_breaks("layer_norm")["graphs"]
     1
     """
-    check_choice("op", op, OPS)
-    shape = check_shape(op, shape or SMALL_SIZES[op][0])
+    check_choice("op", op, ALL_OPS)
+    shape = check_shape(op, shape or SMALL_SIZES.get(op, [(256, 768)])[0])
     case = Case(op, shape, "forward+backward")
     args = ARGUMENTS[op](case.x, case.weight, case.bias, case.state)
     torch._dynamo.reset()

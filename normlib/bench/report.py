@@ -95,19 +95,21 @@ def load(path) -> Results:
 RESULTS = "benchmarks/results/normalization.json"   # where `make bench` writes its last run
 
 
-def last_run(start=None) -> Optional[Results]:
+def last_run(start=None, name: str = "normalization") -> Optional[Results]:
     """The last ``make bench`` run, from :data:`RESULTS` in ``start`` (default: the working folder)
     or the nearest folder above it that has one (a chapter runs in ``chapters/ko``); ``None``
     outside the book's repository. Its numbers are medians of many repeats, measured once and
     committed: a chapter quotes them instead of timing on a machine whose load it cannot know.
+    ``name="dyt"`` reads ``make bench-dyt``'s ``benchmarks/results/dyt.json`` instead (chapter 11).
 
     >>> last_run("/") is None or isinstance(last_run("/"), Results)
     True
     """
+    results = str(Path(RESULTS).with_name(f"{name}.json"))
     here = Path(start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / RESULTS).exists():
-            return load(folder / RESULTS)
+        if (folder / results).exists():
+            return load(folder / results)
     return None
 
 

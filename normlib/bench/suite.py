@@ -1,5 +1,6 @@
-"""The measuring: :func:`compare` times the variants of one (op, shape, mode), :func:`measure`
-one variant alone, and :func:`run` compares them over many sizes and both modes.
+"""The measuring: :func:`compare` times the variants of one (op, shape, mode), :func:`compare_ops`
+variants of several ops on inputs of one shape, :func:`measure` one variant alone, and :func:`run`
+compares them over many sizes and both modes.
 
 **What is timed.** The median of ``repeats`` calls after ``warmup`` calls. The variants of one
 (op, shape, mode) are timed in turn, round after round (``readable, hand, compiled, torch``,
@@ -33,7 +34,7 @@ import math
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -41,22 +42,24 @@ from .. import autograd
 from .graphs import compile_counts
 from .machine import GB, copy_bandwidth, load_average, machine_info, matmul_gflops, peak_memory
 from .report import Results, Row, shape_label
-from .variants import MODES, SMALL_SIZES, VARIANTS, Case, check, check_choice, function
+from .variants import MODES, SMALL_SIZES, VARIANTS, VARIANTS_OF, Case, check, check_choice, function
 from .work import FLOPS_PER_ELEMENT, minimal_bytes
 
-__all__ = ["compare", "measure", "run"]
+__all__ = ["compare", "compare_ops", "measure", "run"]
 
 
-def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = VARIANTS,
+def compare(op: str, shape: Sequence[int], mode: str, variants: Optional[Sequence[str]] = None,
             repeats: int = 10, warmup: int = 2, bandwidth: Optional[float] = None,
             seed: int = 0, affine: bool = True) -> List[Row]:
     """Time ``variants`` of ``op`` on one input of ``shape``, interleaved; one :class:`Row` each.
 
     ``op``: ``"layer_norm"`` or ``"rms_norm"`` (shape ``(rows, D)``, normalized over D) or
-    ``"batch_norm2d"`` (shape ``(N, C, H, W)``, training mode, with running statistics);
-    ``mode``: ``"forward"`` or ``"forward+backward"``. ``bandwidth`` (GB/s, e.g. from
-    :func:`copy_bandwidth`) gives each row its ``fraction``. ``affine=False`` leaves out γ and β
-    (and so their gradients): ``make bench`` uses it to see what those two column sums cost.
+    ``"batch_norm2d"`` (shape ``(N, C, H, W)``, training mode, with running statistics), or
+    ``"dyt"`` (chapter 11, shape ``(rows, D)``); ``variants``: by default all of the op's
+    (:data:`~normlib.bench.variants.VARIANTS_OF`); ``mode``: ``"forward"`` or
+    ``"forward+backward"``. ``bandwidth`` (GB/s, e.g. from :func:`copy_bandwidth`) gives each row
+    its ``fraction``. ``affine=False`` leaves out γ and β (and so their gradients): ``make bench``
+    uses it to see what those two column sums cost.
 
     The compiled variant calls ``torch._dynamo.reset()`` first and compiles for this shape and
     mode only (``dynamic=False``): otherwise a run over many shapes would reach dynamo's
@@ -70,59 +73,79 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Sequence[str] = 
     (torch 2.13's RMSNorm on the CPU is composed of elementwise operations, not one kernel:
     it also saves x·1/σ, another 8192 bytes.)
     """
-    shape = check(op, variants, mode, shape)
+    variants = VARIANTS_OF.get(op, VARIANTS) if variants is None else variants
+    return compare_ops([(op, v) for v in variants], shape, mode, repeats, warmup, bandwidth, seed, affine)
+
+
+def compare_ops(pairs: Sequence[Tuple[str, str]], shape: Sequence[int], mode: str, repeats: int = 10,
+                warmup: int = 2, bandwidth: Optional[float] = None, seed: int = 0,
+                affine: bool = True) -> List[Row]:
+    """:func:`compare` across ops: each ``(op, variant)`` of ``pairs`` on its op's seeded input of
+    ``shape``, timed in turn like the variants of one op, so that a ratio between two ops (chapter
+    11: DyT against LayerNorm and RMSNorm) is measured under the same load. ``dynamo`` is reset once,
+    before the first compiled pair is compiled. One :class:`Row` per pair, in their order.
+
+    >>> rows = compare_ops([("dyt", "readable"), ("layer_norm", "torch")], (8, 16), "forward", repeats=2)
+    >>> [(r.op, r.variant) for r in rows]
+    [('dyt', 'readable'), ('layer_norm', 'torch')]
+    """
+    if not pairs:
+        raise ValueError("pairs must name at least one (op, variant); got none")
+    for op, variant in pairs:
+        shape = check(op, (variant,), mode, shape)
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got repeats={repeats}, warmup={warmup}")
-    case = Case(op, shape, mode, seed, affine)
-    functions, compile_seconds, graphs, cached = {}, None, None, None
-    for variant in variants:
+    pairs = [tuple(p) for p in pairs]
+    cases = {op: Case(op, shape, mode, seed, affine) for op, _ in pairs}
+    functions, compiled = {}, {}
+    if any(variant == "compiled" for _, variant in pairs):
+        torch._dynamo.reset()
+    for op, variant in pairs:
+        case = cases[op]
+        functions[op, variant] = function(op, variant)
         if variant == "compiled":
-            torch._dynamo.reset()
             graphs_before, misses_before = compile_counts()
-            functions[variant] = function(op, variant)
             case.clear()
             start = time.perf_counter()
-            case.call(functions[variant])
-            compile_seconds = time.perf_counter() - start
+            case.call(functions[op, variant])
+            seconds = time.perf_counter() - start
             graphs_after, misses_after = compile_counts()
-            graphs, cached = graphs_after - graphs_before, misses_after == misses_before
-        else:
-            functions[variant] = function(op, variant)
+            compiled[op] = (seconds, graphs_after - graphs_before, misses_after == misses_before)
         for _ in range(warmup):
             case.clear()
-            case.call(functions[variant])
+            case.call(functions[op, variant])
 
-    times: Dict[str, List[float]] = {v: [] for v in variants}
-    order = list(variants)
+    times: Dict[Tuple[str, str], List[float]] = {p: [] for p in pairs}
+    order = list(pairs)
     for _ in range(repeats):
-        for variant in order:
-            case.clear()
+        for op, variant in order:
+            cases[op].clear()
             start = time.perf_counter()
-            case.call(functions[variant])
-            times[variant].append(time.perf_counter() - start)
-        order = order[1:] + order[:1]       # next round starts with the next variant
+            cases[op].call(functions[op, variant])
+            times[op, variant].append(time.perf_counter() - start)
+        order = order[1:] + order[:1]       # next round starts with the next pair
 
     rows = []
-    moved = minimal_bytes(shape, mode, case.x.element_size())
-    flops = FLOPS_PER_ELEMENT[op][mode] * math.prod(shape)
-    for variant in variants:
-        fn = functions[variant]
+    for op, variant in pairs:
+        case, fn = cases[op], functions[op, variant]
+        moved = minimal_bytes(shape, mode, case.x.element_size())
+        flops = FLOPS_PER_ELEMENT[op][mode] * math.prod(shape)
         case.clear()
-        peak = peak_memory(lambda fn=fn: case.call(fn))
+        peak = peak_memory(lambda fn=fn, case=case: case.call(fn))
         saved = None
         if mode == "forward+backward":
             saved = autograd.saved_for_backward(case.forward, fn).nbytes
-        seconds = statistics.median(times[variant])
+        seconds = statistics.median(times[op, variant])
+        compile_seconds, graphs, cached = compiled.get(op, (None, None, None)) if variant == "compiled" else (None,) * 3
         rows.append(Row(
-            op=op, variant=variant, shape=shape, mode=mode, seconds=seconds, times=times[variant],
+            op=op, variant=variant, shape=shape, mode=mode, seconds=seconds, times=times[op, variant],
             gbps=moved / seconds / GB, gflops=flops / seconds / GB,
             fraction=None if bandwidth is None else moved / seconds / GB / bandwidth,
             peak_bytes=peak, saved_bytes=saved,
-            compile_seconds=compile_seconds if variant == "compiled" else None,
-            graphs=graphs if variant == "compiled" else None,
-            compile_cached=cached if variant == "compiled" else None,
+            compile_seconds=compile_seconds, graphs=graphs, compile_cached=cached,
         ))
-    case.clear()
+    for case in cases.values():
+        case.clear()
     return rows
 
 
@@ -136,7 +159,7 @@ def measure(op: str, variant: str, shape: Sequence[int], mode: str = "forward", 
     >>> measure("group_norm", "torch", (4, 8), "forward")
     Traceback (most recent call last):
         ...
-    ValueError: op must be one of 'layer_norm', 'rms_norm', 'batch_norm2d'; got 'group_norm'
+    ValueError: op must be one of 'layer_norm', 'rms_norm', 'batch_norm2d', 'dyt'; got 'group_norm'
     """
     return compare(op, shape, mode, (variant,), repeats, warmup, bandwidth, seed)[0]
 

@@ -11,6 +11,11 @@ compiled   ``torch.compile`` of the :mod:`normlib.functional` function (inductor
 torch      ``torch.nn.functional``'s built-in (one fused C++ kernel each way)
 ========== =================================================================================
 
+Chapter 11 adds DyT (``"dyt"``, :func:`normlib.functional.dyt`, α = 0.5), which has neither a
+hand-derived backward nor a torch built-in: its variants are readable and compiled only
+(:data:`VARIANTS_OF`). It is not one of :data:`OPS`, chapter 8's suite (``make bench``);
+``benchmarks/dyt.py`` times it against LayerNorm and RMSNorm with :func:`~normlib.bench.suite.compare_ops`.
+
 :data:`IMPLEMENTATIONS` maps each (op, variant) to the function it runs, all with the
 arguments of ``torch.nn.functional``'s; :data:`ARGUMENTS` builds those arguments for each op,
 and :func:`function` puts the two together. A :class:`Case` holds the seeded inputs.
@@ -30,12 +35,14 @@ import torch
 from .. import autograd, functional
 
 __all__ = [
-    "OPS", "VARIANTS", "MODES", "EPS", "SMALL_SIZES", "IMPLEMENTATIONS", "ARGUMENTS",
+    "OPS", "ALL_OPS", "VARIANTS", "VARIANTS_OF", "MODES", "EPS", "SMALL_SIZES", "IMPLEMENTATIONS", "ARGUMENTS",
     "check_choice", "check_shape", "check", "function", "Case",
 ]
 
-OPS = ("layer_norm", "rms_norm", "batch_norm2d")
+OPS = ("layer_norm", "rms_norm", "batch_norm2d")        # chapter 8's suite (make bench)
+ALL_OPS = OPS + ("dyt",)                                # and chapter 11's DyT (make bench-dyt)
 VARIANTS = ("readable", "hand", "compiled", "torch")
+VARIANTS_OF = {**{op: VARIANTS for op in OPS}, "dyt": ("readable", "compiled")}
 MODES = ("forward", "forward+backward")
 
 EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "batch_norm2d": 1e-5}
@@ -66,15 +73,18 @@ IMPLEMENTATIONS: Dict[Tuple[str, str], Callable] = {
     ("batch_norm2d", "hand"): autograd.batch_norm,
     ("batch_norm2d", "compiled"): functional.batch_norm,
     ("batch_norm2d", "torch"): _F.batch_norm,
+    ("dyt", "readable"): functional.dyt,
+    ("dyt", "compiled"): functional.dyt,
 }
 
 # op -> its positional arguments, in torch.nn.functional's order, from a case's (x, weight, bias,
 # state). LayerNorm and RMSNorm normalize over the last dim; BatchNorm runs in training mode
-# (momentum 0.1) and updates the running statistics in state.
+# (momentum 0.1) and updates the running statistics in state; DyT's α is the state of its case.
 ARGUMENTS: Dict[str, Callable[..., tuple]] = {
     "layer_norm": lambda x, w, b, s: (x, x.shape[-1:], w, b, EPS["layer_norm"]),
     "rms_norm": lambda x, w, b, s: (x, x.shape[-1:], w, EPS["rms_norm"]),
     "batch_norm2d": lambda x, w, b, s: (x, s[0], s[1], w, b, True, 0.1, EPS["batch_norm2d"]),
+    "dyt": lambda x, w, b, s: (x, s, w, b),
 }
 
 
@@ -101,9 +111,9 @@ def check_shape(op: str, shape) -> Shape:
 
 def check(op: str, variants: Sequence[str], mode: str, shape) -> Shape:
     """Check an op, its variants, a mode and a shape; return the shape as a tuple of ints."""
-    check_choice("op", op, OPS)
+    check_choice("op", op, ALL_OPS)
     for v in variants:
-        check_choice("variant", v, VARIANTS)
+        check_choice("variant", v, VARIANTS_OF[op])
     check_choice("mode", mode, MODES)
     return check_shape(op, shape)
 
@@ -114,8 +124,8 @@ def function(op: str, variant: str) -> Callable:
     The compiled variant is ``torch.compile`` of the :mod:`normlib.functional` function itself
     (not of a wrapper), for one shape (``dynamic=False``); it compiles on its first call.
     """
-    check_choice("op", op, OPS)
-    check_choice("variant", variant, VARIANTS)
+    check_choice("op", op, ALL_OPS)
+    check_choice("variant", variant, VARIANTS_OF[op])
     fn = IMPLEMENTATIONS[op, variant]
     if variant == "compiled":
         fn = torch.compile(fn, dynamic=False)
@@ -127,7 +137,8 @@ class Case:
     """Seeded inputs of one (op, shape, mode), and how to call a variant on them.
 
     γ and β are random, not ones and zeros; ``dy`` is the fixed upstream gradient of
-    forward+backward. ``affine=False`` leaves out γ and β.
+    forward+backward. ``affine=False`` leaves out γ and β. ``state`` is BatchNorm's running
+    statistics, or DyT's α (0.5, the paper's α₀, a leaf with a gradient in forward+backward).
     """
 
     def __init__(self, op: str, shape: Shape, mode: str, seed: int = 0, affine: bool = True) -> None:
@@ -139,12 +150,15 @@ class Case:
         bias = None if op == "rms_norm" else (0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
         self.weight, self.bias = (weight, bias) if affine else (None, None)
         self.state = (torch.zeros(features), torch.ones(features)) if op == "batch_norm2d" else None
+        if op == "dyt":
+            self.state = torch.full((1,), 0.5).requires_grad_(grad)
         self.dy = torch.randn(shape, generator=gen) if grad else None
         self.mode = mode
 
     @property
     def leaves(self) -> List[torch.Tensor]:
-        return [t for t in (self.x, self.weight, self.bias) if t is not None]
+        alpha = self.state if isinstance(self.state, torch.Tensor) else None     # DyT's α
+        return [t for t in (self.x, self.weight, self.bias, alpha) if t is not None]
 
     def clear(self) -> None:
         """Drop the previous call's gradients, so that the next call writes fresh ones."""

@@ -45,10 +45,14 @@ PASSES = {"forward": 2, "forward+backward": 5}
 #   LayerNorm / BatchNorm backward (13): x̂ = (x − μ)·r (2); g = γ·dy (1); Σg (1); Σg·x̂ (2);
 #       dx = r·(g − mean(g) − x̂·mean(g·x̂)) (sub, mul, sub, mul: 4); Σdy·x̂ for dγ (2); Σdy for dβ (1).
 #   RMSNorm backward (9): x̂ = x·r (1); g = γ·dy (1); Σg·x̂ (2); dx = r·(g − x̂·mean(g·x̂)) (3); Σdy·x̂ (2).
+#   DyT forward (4, chapter 11): α·x (1); t = tanh(α·x), counted as one operation although a vectorised
+#       tanh costs a dozen or more (so DyT's intensity is a floor); y = γ·t + β (2).
+#   DyT backward (10): g = γ·dy (1); s = g·(1 − t²) (3); dx = α·s (1); Σs·x for dα (2); Σdy·t (2); Σdy (1).
 FLOPS_PER_ELEMENT = {
     "layer_norm": {"forward": 8, "forward+backward": 8 + 13},
     "rms_norm": {"forward": 4, "forward+backward": 4 + 9},
     "batch_norm2d": {"forward": 8, "forward+backward": 8 + 13},
+    "dyt": {"forward": 4, "forward+backward": 4 + 10},
 }
 
 
