@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench bench-fold \
 	assignments assignments-release autograde feedback
 
 $(STAMP): requirements.txt pyproject.toml
@@ -83,6 +83,11 @@ perturbed: $(STAMP)
 ## writes benchmarks/results/normalization.{md,json,png} and roofline.png.
 bench: $(STAMP)
 	$(PY) benchmarks/normalization.py
+
+## Time conv + BatchNorm in evaluation mode against the folded conv (chapter 10; under a minute);
+## writes benchmarks/results/fold.{md,json}.
+bench-fold: $(STAMP)
+	$(PY) benchmarks/fold.py
 
 ## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
 bench-widgets: $(STAMP)
