@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import normlib
-from normlib.book.transformer import Block, TinyTransformer, reversal_batch, train
+from normlib.book.transformer import Block, TinyTransformer, largest_logit, reversal_batch, train
 
 
 def _plain_norm(d):
@@ -73,3 +73,32 @@ def test_bad_arguments_are_named():
         TinyTransformer(5, 4, 8, 2, 1, normlib.LayerNorm, "middle")
     with pytest.raises(ValueError, match="d=10 and heads=3"):
         Block(10, 3, normlib.LayerNorm, "pre")
+
+
+def test_the_stream_is_what_the_final_norm_and_the_head_receive():
+    torch.manual_seed(0)
+    model = TinyTransformer(6, 5, 8, 2, 3, normlib.LayerNorm, "pre").double()
+    tokens, _ = reversal_batch(4, 6, 5, torch.Generator().manual_seed(1))
+    x = model.embed(tokens) + model.position      # written out: embeddings, then each block in turn
+    for block in model.blocks:
+        x = block(x)
+    assert torch.equal(model.stream(tokens), x)
+    assert torch.equal(model(tokens), model.head(model.final(x)))
+    # without the final norm, the head reads the stream as it is
+    bare = TinyTransformer(6, 5, 8, 2, 3, normlib.LayerNorm, "pre", final_norm=False).double()
+    assert torch.equal(bare(tokens), bare.head(bare.stream(tokens)))
+
+
+def test_largest_logit_is_the_largest_score_of_any_block_and_head():
+    torch.manual_seed(0)
+    model = TinyTransformer(6, 5, 8, 2, 3, normlib.LayerNorm, "post").double()
+    with pytest.raises(ValueError, match="run forward"):
+        largest_logit(model)
+    tokens, _ = reversal_batch(4, 6, 5, torch.Generator().manual_seed(1))
+    model(tokens)
+    by_hand = max(b.attn.last_logits.abs().max().item() for b in model.blocks)
+    assert largest_logit(model) == by_hand > 0
+    with torch.no_grad():                         # a block whose scores are 10 times larger wins
+        model.blocks[1].attn.qkv.weight.mul_(10)
+    model(tokens)
+    assert largest_logit(model) == model.blocks[1].attn.last_logits.abs().max().item()

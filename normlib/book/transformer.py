@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch import Tensor, nn
 
-__all__ = ["Attention", "Block", "TinyTransformer", "reversal_batch", "train", "PLACEMENTS"]
+__all__ = ["Attention", "Block", "TinyTransformer", "reversal_batch", "train", "largest_logit", "PLACEMENTS"]
 
 PLACEMENTS = ("post", "pre")
 NormFactory = Callable[[int], nn.Module]
@@ -112,11 +112,25 @@ class TinyTransformer(nn.Module):
                 nn.init.xavier_uniform_(module.weight)
                 nn.init.zeros_(module.bias)
 
-    def forward(self, tokens: Tensor) -> Tensor:
+    def stream(self, tokens: Tensor) -> Tensor:
+        """The residual stream after the last block: what the final norm (pre-norm) or the head gets."""
         x = self.embed(tokens) + self.position[: tokens.shape[1]]
         for block in self.blocks:
             x = block(x)
-        return self.head(self.final(x))
+        return x
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        return self.head(self.final(self.stream(tokens)))
+
+
+def largest_logit(model: nn.Module) -> float:
+    """The largest |attention logit| q·k/√d_head of ``model``'s latest forward pass, over every
+    block and head (each :class:`Attention` keeps its ``last_logits``)."""
+    kept = [m.last_logits for m in model.modules() if isinstance(m, Attention) and m.last_logits is not None]
+    if not kept:
+        raise ValueError("largest_logit needs a model that has run forward at least once, but got one "
+                         "with no attention logits kept")
+    return max(t.abs().max().item() for t in kept)
 
 
 def reversal_batch(batch: int, vocab: int, length: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
