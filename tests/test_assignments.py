@@ -3,25 +3,29 @@
 * The committed source notebooks are what tools/build_assignments.py makes of assignments/src,
   and the Korean and English notebooks of a pair have the same code, grade ids and points.
 * tools/classroom.py release (what `make assignments-release` runs): nbgrader generate_assignment
-  for all eight, nbgrader validate: every source scores full marks, every release zero; a
+  for all ten, nbgrader validate: every source scores full marks, every release zero; a
   release contains no line of a solution and no hidden test.
-* A class of synthetic submissions, each made by editing the released notebook as a student would
-  (correct, partial, raising, looping, deleting and reordering cells, editing test cells,
-  untouched, swallowing the interrupt) or handing it in wrongly (misnamed as a browser's second
-  download, no notebook, not JSON, outside an assignment's folder, in a folder that is no
+* A class of synthetic submissions of assignment 2, each made by editing the released notebook as
+  a student would (correct, partial, raising, looping, deleting and reordering cells, editing test
+  cells, untouched, swallowing the interrupt) or handing it in wrongly (misnamed as a browser's
+  second download, no notebook, not JSON, outside an assignment's folder, in a folder that is no
   assignment), plus a student of students.csv (UTF-8 with a BOM, Korean names) who handed in
-  nothing, autograded once by tools/classroom.py autograde with a short per-cell timeout:
-  grades.csv holds the one assignment handed in, every student's status and exact grade, the
-  timestamps; the console shows each student and the file's counts; every problem is named with
-  its cause and remedy and the others are graded; nbgrader's checksum warning comes only for the
-  edited test cells. Then nbgrader generate_feedback writes one HTML page per graded student.
+  nothing; four students also hand in assignment 5 (a correct fold, one that forgets the conv's
+  bias, one with batch statistics and ε outside the square root, one that folds a training-mode
+  BatchNorm), two of them only that. All autograded once by tools/classroom.py autograde with a
+  short per-cell timeout: grades.csv holds the two assignments handed in, every student's status
+  and exact grade in each, the timestamps; the console shows each student per assignment and the
+  file's counts; every problem is named with its cause and remedy and the others are graded;
+  nbgrader's checksum warning comes only for the edited test cells. Then nbgrader
+  generate_feedback writes one HTML page per graded student and assignment, the checker's
+  explanation in Korean on it.
 * What a teacher can get wrong without any kernel started (a course with a gradebook and nothing
   released): no submitted/, an assignment never released, a students.csv Excel's plain CSV made
   or without an id column; the commands printed run as printed (nbgrader from a plain shell, the
   make target under make).
 
-Slow by nature (every notebook starts a kernel that imports torch). The class runs on one
-assignment; the other seven are validated only. No timing is asserted. Regrading with --force,
+Slow by nature (every notebook starts a kernel that imports torch). The class runs on two
+assignments; the other eight are validated only. No timing is asserted. Regrading with --force,
 with nbgrader called by hand, is in tests/test_classroom_shell.py.
 """
 
@@ -50,6 +54,7 @@ from tools import build_assignments, classroom
 STEMS = build_assignments.stems()
 NAMES = sorted(f"{stem}_{lang}" for stem in STEMS for lang in build_assignments.LANGS)
 CLASS = "02_batchnorm_ko"          # the assignment the synthetic class hands in
+FOLD = "05_fold_ko"                # the one four of its students hand in too (two of them only that)
 TIMEOUT = 8                        # seconds per cell while grading the class (the course default is longer)
 
 
@@ -77,7 +82,7 @@ def _between(text: str, begin: str, end: str) -> list[str]:
 # --------------------------------------------------------------------------- the sources
 
 def test_every_source_has_both_languages():
-    assert len(STEMS) == 4
+    assert len(STEMS) == 5
     for name in NAMES:
         stem = name.rsplit("_", 1)[0]
         assert (build_assignments.SOURCE / name / f"{stem}.ipynb").exists(), name
@@ -140,7 +145,7 @@ def test_the_course_config_sets_a_cell_timeout_and_restores_deleted_tests():
     assert [p.__name__ for p in overwrite] == ["OverwriteCellsWithHiddenTests"]
 
 
-# --------------------------------------------------------------------------- release and validate, all eight
+# --------------------------------------------------------------------------- release and validate, all ten
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
@@ -194,11 +199,11 @@ def test_a_release_has_no_solution_and_no_hidden_test(course, released, name):
 
 # --------------------------------------------------------------------------- a class, autograded
 
-def _solution_body(course: Path) -> str:
+def _solution_body(course: Path, assignment: str = CLASS, grade_id: str = "batch_norm") -> str:
     """The teacher's answer: the source's solution cell with the markers removed."""
-    stem = CLASS.rsplit("_", 1)[0]
-    source = json.loads((course / "source" / CLASS / f"{stem}.ipynb").read_text(encoding="utf-8"))
-    text = _source(_cells(source)["batch_norm"])
+    stem = assignment.rsplit("_", 1)[0]
+    source = json.loads((course / "source" / assignment / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    text = _source(_cells(source)[grade_id])
     return "\n".join(line for line in text.splitlines() if "### BEGIN SOLUTION" not in line
                      and "### END SOLUTION" not in line)
 
@@ -249,6 +254,38 @@ def _class(course: Path) -> dict:
     }
 
 
+BN_REFUSAL = '    if bn.training:\n        raise ValueError("fold needs a BatchNorm in evaluation mode: call bn.eval() first")\n'
+CONV_BIAS = "b = conv.bias if conv.bias is not None else torch.zeros_like(s)"
+SCALE = "s = bn.weight / torch.sqrt(bn.running_var + bn.eps)"
+# a fold that returns a layer normalizing with its own input's statistics (y.var: n − 1), not a conv
+BATCH_FOLD = """def fold(conv, bn):
+    if bn.training:
+        raise ValueError("evaluation mode only")
+
+    class Folded(nn.Module):
+        def forward(self, x):
+            y = conv(x)
+            dims = (0, *range(2, y.dim()))
+            view = (1, -1) + (1,) * (y.dim() - 2)
+            mean, var = y.mean(dims).reshape(view), y.var(dims).reshape(view)
+            return (y - mean) / torch.sqrt(var + bn.eps) * bn.weight.reshape(view) + bn.bias.reshape(view)
+    return Folded()
+"""
+
+
+def _fold_class(course: Path) -> dict:
+    """Who hands in assignment 5 too, and what: student → (cell edits, expected points)."""
+    scale_shift, fold = (_solution_body(course, FOLD, grade_id) for grade_id in ("scale_shift", "fold"))
+    std_eps = _edit(scale_shift, SCALE, "s = bn.weight / (torch.sqrt(bn.running_var) + bn.eps)")
+    # points of the three tests: scale_shift 2, fold 3, the refusal of training mode 1
+    return {
+        "correct": ({"scale_shift": scale_shift, "fold": fold}, 6),
+        "partial": ({"scale_shift": scale_shift, "fold": _edit(fold, CONV_BIAS, "b = torch.zeros_like(s)")}, 2 + 0 + 1),
+        "batchstats": ({"scale_shift": std_eps, "fold": BATCH_FOLD}, 0 + 0 + 1),
+        "trainfold": ({"scale_shift": scale_shift, "fold": _edit(fold, BN_REFUSAL, "")}, 2 + 3 + 0),
+    }
+
+
 # what else the class hands in: student → (what is in submitted/<student>/, the PROBLEM's cause, its remedy)
 NOT_NOTEBOOKS = {
     "broken": ('{"cells": [', "02_batchnorm_ko: 02_batchnorm.ipynb is not a notebook: it is not JSON",
@@ -274,7 +311,7 @@ ROSTER = "\ufeffid,first_name,last_name,email\nabsent,수민,김,sumin@example.o
 @pytest.fixture(scope="module")
 def graded(course, released):
     """Hand the class in, autograde it with tools/classroom.py: (Grades, the rows of grades.csv by
-    student, the raw file, the console output, seconds)."""
+    assignment and student, the raw file, the console output, seconds)."""
     stem = CLASS.rsplit("_", 1)[0]
     release = json.loads((course / "release" / CLASS / f"{stem}.ipynb").read_text(encoding="utf-8"))
     for student, (edits, _, changes) in _class(course).items():
@@ -295,6 +332,15 @@ def graded(course, released):
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{stem} (1).ipynb" if "rename" in changes else f"{stem}.ipynb"
         (folder / name).write_text(json.dumps(nb), encoding="utf-8")
+    fold_stem = FOLD.rsplit("_", 1)[0]
+    fold_release = json.loads((course / "release" / FOLD / f"{fold_stem}.ipynb").read_text(encoding="utf-8"))
+    for student, (edits, _) in _fold_class(course).items():
+        nb = json.loads(json.dumps(fold_release))
+        for grade_id, code in edits.items():
+            _cells(nb)[grade_id]["source"] = code
+        folder = course / "submitted" / student / FOLD
+        folder.mkdir(parents=True)
+        (folder / f"{fold_stem}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     for student, (content, _, _) in NOT_NOTEBOOKS.items():
         folder = course / "submitted" / student / CLASS
         folder.mkdir(parents=True)
@@ -316,25 +362,31 @@ def graded(course, released):
             os.environ["MAKELEVEL"] = make
     seconds = time.monotonic() - start
     raw = grades.path.read_bytes()
-    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
-    return grades, {r["student_id"]: r for r in rows}, raw, console.getvalue(), seconds
+    rows = {}
+    for row in csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))):
+        rows.setdefault(row["assignment"], {})[row["student_id"]] = row
+    return grades, rows, raw, console.getvalue(), seconds
 
 
-def _expected(course: Path) -> dict[str, float | None]:
-    """student → points; None: not graded; "absent": not submitted."""
-    expected = {student: points for student, (_, points, _) in _class(course).items()}
-    return {**expected, **dict.fromkeys(NOT_NOTEBOOKS), "absent": "absent"}
+def _expected(course: Path, assignment: str = CLASS) -> dict[str, float | None]:
+    """student → points in ``assignment``; None: not graded; "absent": not submitted."""
+    assignment_2 = {**{student: points for student, (_, points, _) in _class(course).items()},
+                    **dict.fromkeys(NOT_NOTEBOOKS)}
+    assignment_5 = {student: points for student, (_, points) in _fold_class(course).items()}
+    handed_in = assignment_5 if assignment == FOLD else assignment_2
+    return {student: handed_in.get(student, "absent") for student in {**assignment_2, **assignment_5, "absent": 0}}
 
 
-def test_every_student_gets_exactly_the_expected_grade(course, graded):
-    _, rows, _, _, _ = graded
-    expected = _expected(course)
+@pytest.mark.parametrize("assignment", [CLASS, FOLD])
+def test_every_student_gets_exactly_the_expected_grade(course, graded, assignment):
+    rows = graded[1][assignment]
+    expected = _expected(course, assignment)
     assert sorted(rows) == sorted(expected), "grades.csv must list every student of submitted/ and students.csv"
     for student, points in expected.items():
         row = rows[student]
         assert row["max_score"] == "6", row
         if points == "absent":
-            assert (row["status"], row["score"], row["timestamp"]) == ("not submitted", "", ""), row
+            assert (row["status"], row["score"], row["timestamp"], row["note"]) == ("not submitted", "", "", ""), row
         elif points is None:
             assert (row["status"], row["score"]) == ("not graded", ""), row
             assert row["note"] == next(p.cause for p in graded[0].problems if p.student == student), row
@@ -344,42 +396,65 @@ def test_every_student_gets_exactly_the_expected_grade(course, graded):
     assert rows["absent"]["email"] == "sumin@example.org"
 
 
-def test_grades_csv_is_the_graded_assignment_only_and_opens_in_a_spreadsheet(graded):
-    _, rows, raw, _, _ = graded
+def test_grades_csv_is_the_graded_assignments_only_and_opens_in_a_spreadsheet(graded):
+    _, by_assignment, raw, _, _ = graded
     assert raw.startswith(b"\xef\xbb\xbfassignment,student_id,"), "UTF-8 with a byte order mark, for Excel"
     assert b"\r\n" in raw and "김".encode() in raw
     header = raw.decode("utf-8-sig").splitlines()[0].split(",")
     assert header == list(classroom.COLUMNS)
-    assert {r["assignment"] for r in rows.values()} == {CLASS}, "only the assignment that was handed in"
-    assert {r["status"] for r in rows.values()} == set(classroom.STATUSES)
+    assert sorted(by_assignment) == [CLASS, FOLD], "only the assignments that were handed in, of the ten released"
+    assert len(raw.decode("utf-8-sig").splitlines()) == 1 + 2 * len(by_assignment[CLASS])
+    assert {r["status"] for rows in by_assignment.values() for r in rows.values()} == set(classroom.STATUSES)
 
 
 def test_timestamps_are_the_notebooks_modification_times(course, graded):
-    _, rows, _, _, _ = graded
+    rows = graded[1][CLASS]
     stamped = datetime.strptime(HANDED_IN, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).astimezone()
     assert rows["correct"]["timestamp"] == stamped.strftime("%Y-%m-%d %H:%M:%S")
-    assert all(r["timestamp"] for r in rows.values() if r["status"] == "graded")
+    assert all(r["timestamp"] for rows in graded[1].values() for r in rows.values() if r["status"] == "graded")
     written = (course / "submitted" / "correct" / CLASS / "timestamp.txt").read_text(encoding="utf-8")
     assert written == f"{HANDED_IN}.000000 UTC\n"
 
 
-def test_the_console_shows_each_student_then_the_counts_of_the_file(course, graded):
-    grades, rows, _, console, _ = graded
-    for student, row in rows.items():
-        line = next(line for line in console.splitlines() if line.startswith(f"  {student} "))
-        if row["status"] == "graded":
-            assert re.search(rf"\s{re.escape(row['score'])} / 6\b", line), line
-        else:
-            assert row["status"] in line, line
-    counts = {status: sum(r["status"] == status for r in rows.values()) for status in classroom.STATUSES}
+def _console_sections(console: str) -> dict[str, list[str]]:
+    """The console's lines under each ``<assignment>, out of N points:`` heading, by assignment."""
+    sections, current = {}, None
+    for line in console.splitlines():
+        heading = re.fullmatch(r"(\S+), out of 6 points:", line)
+        if heading:
+            current = sections.setdefault(heading.group(1), [])
+        elif not line.startswith("  "):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return sections
+
+
+def test_the_console_shows_each_student_per_assignment_then_the_counts_of_the_file(course, graded):
+    grades, by_assignment, _, console, _ = graded
+    sections = _console_sections(console)
+    assert list(sections) == [CLASS, FOLD]
+    for assignment, rows in by_assignment.items():
+        assert len(sections[assignment]) == len(rows), sections[assignment]
+        for student, row in rows.items():
+            line = next(line for line in sections[assignment] if line.startswith(f"  {student} "))
+            if row["status"] == "graded":
+                assert re.search(rf"\s{re.escape(row['score'])} / 6\b", line), line
+            else:
+                assert row["status"] in line, line
+    every = [r for rows in by_assignment.values() for r in rows.values()]
+    counts = {status: sum(r["status"] == status for r in every) for status in classroom.STATUSES}
+    students = len(by_assignment[CLASS])
     summary = console.strip().splitlines()[-1]
-    assert summary.startswith(f"{classroom.shown(grades.path)}: {len(rows)} rows, {len(rows)} students x 1 assignment")
+    assert summary.startswith(f"{classroom.shown(grades.path)}: {len(every)} rows, {students} students x 2 assignments "
+                              f"({CLASS}, {FOLD})")
     assert all(f"{n} {status}" in summary for status, n in counts.items()), summary
-    assert counts == {"graded": 8, "not submitted": 1, "not graded": 7}
+    assert counts == {"graded": 8 + 4, "not submitted": 3 + 14, "not graded": 7 + 0}
 
 
 def test_every_problem_says_what_to_do_and_the_rest_are_graded(course, graded):
-    grades, rows, _, console, _ = graded
+    grades, by_assignment, _, console, _ = graded
+    rows = by_assignment[CLASS]
     assert sorted(p.student for p in grades.problems) == sorted(CAUSES)
     for problem in grades.problems:
         cause, remedy = CAUSES[problem.student]
@@ -405,16 +480,19 @@ def test_every_problem_says_what_to_do_and_the_rest_are_graded(course, graded):
 def test_only_real_changes_to_read_only_cells_are_reported(course, graded):
     """nbgrader's checksum warning (jupyter/nbgrader#1961) only for the student who edited a test
     cell, none for the untouched ones; grades.csv notes what was edited and what was put back."""
-    grades, rows, _, console, _ = graded
-    log = grades.logs[CLASS]
-    warned = set()
-    for block in log.split("Sanitizing ")[1:]:
-        if "Attribute 'checksum'" in block:
-            warned.add(Path(block.split()[0]).parent.parent.name)
-    assert warned == {"edited"}, log[-3000:]
+    grades, by_assignment, _, console, _ = graded
+    rows = by_assignment[CLASS]
+    for assignment, edited in ((CLASS, {"edited"}), (FOLD, set())):
+        log = grades.logs[assignment]
+        warned = set()
+        for block in log.split("Sanitizing ")[1:]:
+            if "Attribute 'checksum'" in block:
+                warned.add(Path(block.split()[0]).parent.parent.name)
+        assert warned == edited, log[-3000:]
     assert rows["edited"]["note"] == "read-only cells edited, graded as released: test_running, test_cumulative"
     assert rows["deleted"]["note"] == "test cells deleted, put back and graded: test_eval, test_cumulative"
-    assert all(not r["note"] for s, r in rows.items() if s not in ("edited", "deleted") and r["status"] == "graded")
+    assert all(not r["note"] for rows in by_assignment.values() for s, r in rows.items()
+               if s not in ("edited", "deleted") and r["status"] == "graded")
     assert "test_running, test_cumulative" in next(line for line in console.splitlines() if "  edited " in line)
 
 
@@ -425,7 +503,8 @@ def test_the_infinite_loop_times_out_and_the_later_cells_are_graded(course, grad
                for gid, c in _cells(autograded).items()}
     assert "CellTimeoutError" in outputs["test_train"]
     assert outputs["test_running"] == outputs["test_eval"] == outputs["test_cumulative"] == []
-    print(f"autograding the class of {len(_expected(course)) - 1} submissions took {seconds:.0f} s")
+    handed_in = sum(p != "absent" for a in (CLASS, FOLD) for p in _expected(course, a).values())
+    print(f"autograding the class's {handed_in} submissions took {seconds:.0f} s")
 
 
 def test_deleted_test_cells_are_put_back_and_graded(course, graded):
@@ -447,20 +526,31 @@ def test_an_edited_test_cell_is_restored_with_its_hidden_tests(course, graded):
 
 @pytest.fixture(scope="module")
 def feedback(course, graded) -> list[Path]:
-    return classroom.feedback(course, [CLASS])
+    return classroom.feedback(course, [CLASS, FOLD])
 
 
 def test_feedback_html_for_every_graded_student(course, feedback):
     graded_students = {"correct", "partial", "raises", "loops", "deleted", "edited", "untouched", "delegating"}
-    assert {p.parent.parent.name for p in feedback} == graded_students
-    assert all(p.parent.name == CLASS and p.name == "02_batchnorm.html" for p in feedback)
-    pages = {p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback}
+    assert {p.parent.parent.name for p in feedback if p.parent.name == CLASS} == graded_students
+    assert {p.parent.parent.name for p in feedback if p.parent.name == FOLD} == set(_fold_class(course))
+    assert all(p.name == {CLASS: "02_batchnorm.html", FOLD: "05_fold.html"}[p.parent.name] for p in feedback)
+    pages = {p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback if p.parent.name == CLASS}
     # the checker's Korean explanation reaches the student: the biased running_var, chapter 3 to reread
     assert "표본분산" in pages["partial"] and "학습 모드와 평가 모드" in pages["partial"]
     assert "CellTimeoutError" in pages["loops"]
     # the delegation is named, in the student's language
     assert "torch.nn.BatchNorm1d" in pages["delegating"] and "직접 작성하세요" in pages["delegating"]
     assert re.search(r"3(\.0)?\s*/\s*6", pages["partial"]), "the page shows the score"
+
+
+def test_the_fold_feedback_names_each_slip_in_korean(feedback):
+    pages = {p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback if p.parent.name == FOLD}
+    assert "conv의 bias를 0으로 두고 접은 결과" in pages["partial"]                 # the conv's bias forgotten
+    assert "입력 배치 자신의 평균과 표본분산" in pages["batchstats"]                 # batch statistics, y.var's n − 1
+    assert "ε는 제곱근 안에 들어갑니다" in pages["batchstats"]                       # and part 1's ε outside the root
+    assert "학습 모드의 BatchNorm을 그대로 접었습니다" in pages["trainfold"]         # a training-mode layer folded
+    for student, score in (("correct", 6), ("partial", 3), ("batchstats", 1), ("trainfold", 5)):
+        assert re.search(rf"{score}(\.0)?\s*/\s*6", pages[student]), (student, "the page shows the score")
 
 
 # --------------------------------------------------------------------------- what a teacher gets wrong, no kernel
