@@ -34,22 +34,31 @@ from normlib.bench.machine import load_average
 
 OUT = Path(__file__).resolve().parent / "results"
 
-# (name, layer, BatchNorm, input shape): ResNet-50's 3×3 stages and a 1×1 bottleneck at batch 8,
-# a MobileNet depthwise 3×3 (little arithmetic per output, so the BatchNorm's pass weighs more),
+# (kind, kernel, channels in, channels out, input shape): ResNet-50's 3×3 stages and a 1×1 bottleneck at
+# batch 8, a MobileNet depthwise 3×3 (little arithmetic per output, so the BatchNorm's pass weighs more),
 # and a Linear on 4096 tokens followed by BatchNorm1d.
 CASES = [
-    ("conv 3×3, 64 → 64", lambda: nn.Conv2d(64, 64, 3, padding=1, bias=False), lambda: nn.BatchNorm2d(64), (8, 64, 56, 56)),
-    ("conv 3×3, 128 → 128", lambda: nn.Conv2d(128, 128, 3, padding=1, bias=False), lambda: nn.BatchNorm2d(128), (8, 128, 28, 28)),
-    ("conv 3×3, 256 → 256", lambda: nn.Conv2d(256, 256, 3, padding=1, bias=False), lambda: nn.BatchNorm2d(256), (8, 256, 14, 14)),
-    ("conv 1×1, 256 → 64", lambda: nn.Conv2d(256, 64, 1, bias=False), lambda: nn.BatchNorm2d(64), (8, 256, 56, 56)),
-    ("depthwise 3×3, 256", lambda: nn.Conv2d(256, 256, 3, padding=1, groups=256, bias=False), lambda: nn.BatchNorm2d(256), (8, 256, 28, 28)),
-    ("linear 768 → 768", lambda: nn.Linear(768, 768, bias=False), lambda: nn.BatchNorm1d(768), (4096, 768)),
+    ("conv", 3, 64, 64, (8, 64, 56, 56)),
+    ("conv", 3, 128, 128, (8, 128, 28, 28)),
+    ("conv", 3, 256, 256, (8, 256, 14, 14)),
+    ("conv", 1, 256, 64, (8, 256, 56, 56)),
+    ("depthwise", 3, 256, 256, (8, 256, 28, 28)),
+    ("linear", 0, 768, 768, (4096, 768)),
 ]
 
 
-def trained_batch_norm(make_bn, channels_out: int) -> nn.Module:
-    """A BatchNorm in evaluation mode with running statistics and γ, β that are not 0 and 1."""
-    bn = make_bn()
+def build(kind: str, kernel: int, c_in: int, c_out: int) -> tuple[str, nn.Module, nn.Module]:
+    """The case's name, its layer (no bias, as before a BatchNorm) and the BatchNorm after it."""
+    if kind == "linear":
+        return f"linear {c_in} → {c_out}", nn.Linear(c_in, c_out, bias=False), nn.BatchNorm1d(c_out)
+    groups = c_in if kind == "depthwise" else 1
+    conv = nn.Conv2d(c_in, c_out, kernel, padding=kernel // 2, groups=groups, bias=False)
+    name = f"depthwise {kernel}×{kernel}, {c_in}" if kind == "depthwise" else f"conv {kernel}×{kernel}, {c_in} → {c_out}"
+    return name, conv, nn.BatchNorm2d(c_out)
+
+
+def trained_batch_norm(bn: nn.Module, channels_out: int) -> nn.Module:
+    """The BatchNorm in evaluation mode, with running statistics and γ, β that are not 0 and 1."""
     gen = torch.Generator().manual_seed(channels_out)
     with torch.no_grad():
         bn.running_mean.copy_(torch.randn(channels_out, generator=gen))
@@ -98,10 +107,10 @@ def measure_case(name: str, layer: nn.Module, bn: nn.Module, x: torch.Tensor, re
 def measure(repeats: int, warmup: int) -> list[dict]:
     rows = []
     torch.manual_seed(0)
-    for name, make_layer, make_bn, shape in CASES:
-        layer = make_layer().eval()
-        bn = trained_batch_norm(make_bn, layer.weight.shape[0])
-        row = measure_case(name, layer, bn, torch.randn(shape), repeats, warmup)
+    for kind, kernel, c_in, c_out, shape in CASES:
+        name, layer, bn = build(kind, kernel, c_in, c_out)
+        row = measure_case(name, layer.eval(), trained_batch_norm(bn, c_out), torch.randn(shape), repeats, warmup)
+        row.update(kind=kind, kernel=kernel, channels_in=c_in, channels_out=c_out)
         rows.append(row)
         print(f"{name:22s} {'×'.join(map(str, shape)):>16s}  {row['unfolded_ms']:8.3f} ms → {row['folded_ms']:8.3f} ms  "
               f"{row['ratio']:5.2f}×  (spread {100 * row['spread']:.0f}%)", flush=True)
