@@ -138,7 +138,7 @@ PAIRS = {
                                  "your folded layer's output equals a BatchNorm with the mean and variance of the batch it was given, as in training mode; the fold uses the running statistics running_mean and running_var, which do not depend on the input."),
     "ex:diag:fold_batch_stats_unbiased": ("접은 층의 출력이 입력 배치 자신의 평균과 표본분산(n − 1로 나눈 분산, y.var()의 기본값)으로 정규화한 결과(학습 모드처럼)와 같습니다. 접기는 입력과 상관없는 이동 통계 running_mean과 running_var를 저장된 그대로 씁니다.",
                                           "your folded layer's output equals a BatchNorm with the mean and the unbiased variance (divided by n − 1, y.var()'s default) of the batch it was given, as in training mode; the fold uses the running statistics running_mean and running_var as they are stored, which do not depend on the input."),
-    "ex:diag:fold_var_scaled": ("결과가 running_var에 {factor}를 곱해 계산한 결과와 같습니다 (n/(n − 1) 같은 보정). running_var는 저장된 그대로 씁니다: √(running_var + ε).",
+    "ex:diag:fold_var_scaled": ("결과가 running_var를 {factor}배로 바꿔 계산한 결과와 같습니다 (n/(n − 1) 같은 보정). running_var는 저장된 그대로 씁니다: √(running_var + ε).",
                                 "your result equals the one computed with running_var multiplied by {factor} (a correction such as n/(n − 1)); use running_var as it is stored: √(running_var + ε)."),
     "ex:diag:fold_std_eps": ("결과가 γ/(√σ² + ε)로 계산한 결과와 같습니다. ε는 제곱근 안에 들어갑니다: γ/√(σ² + ε).",
                              "your result equals the one computed with γ/(√σ² + ε): ε belongs under the square root, γ/√(σ² + ε)."),
