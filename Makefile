@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench bench-fold \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench bench-fold bench-dyt \
 	assignments assignments-release autograde feedback
 
 $(STAMP): requirements.txt pyproject.toml
@@ -88,6 +88,11 @@ bench: $(STAMP)
 ## writes benchmarks/results/fold.{md,json}.
 bench-fold: $(STAMP)
 	$(PY) benchmarks/fold.py
+
+## Time DyT against LayerNorm and RMSNorm, readable, compiled and torch's (chapter 11; a few minutes);
+## writes benchmarks/results/dyt.{md,json}.
+bench-dyt: $(STAMP)
+	$(PY) benchmarks/dyt.py
 
 ## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
 bench-widgets: $(STAMP)

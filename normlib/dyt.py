@@ -27,6 +27,7 @@ __all__ = ["DyT"]
 
 class DyT(nn.Module):
     """Dynamic Tanh (see :func:`normlib.functional.dyt`): ``y = γ · tanh(α x) + β``, elementwise.
+    Chapter 11 puts it in place of every LayerNorm of a small transformer and trains both.
 
     α is one learnable scalar, held as a parameter of shape ``(1,)`` as in the authors' code, and
     starts at ``alpha_init``: α₀ = 0.5, the default of the authors' code and the paper's choice for

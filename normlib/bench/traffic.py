@@ -66,7 +66,7 @@ class Traffic(TorchDispatchMode):
 def passes(fn: Callable[[], torch.Tensor], wrt: Sequence[torch.Tensor],
            size: Optional[int] = None) -> Tuple[Traffic, Traffic]:
     """The :class:`Traffic` of ``y = fn()`` and of its backward, the gradients of ``wrt`` for an
-    upstream gradient of ones (made before counting). ``size``: the elements of a pass, by default
+    upstream gradient of ones (made before counting); chapter 11 counts DyT, LayerNorm and RMSNorm. ``size``: the elements of a pass, by default
     those of ``wrt[0]`` (the input)."""
     if not wrt:
         raise ValueError("wrt must name the tensors to differentiate, the input first; got none")
