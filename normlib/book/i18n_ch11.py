@@ -42,6 +42,8 @@ PAIRS = {
                     "checked for every seed: both reach 99% accuracy within {steps} steps, DyT first; over the last 50 steps the loss never rises by more than {smooth}× from one step to the next with LayerNorm, and always somewhere by more than {bumpy}× with DyT."),
     "ch11:lr_claim": ("학습률을 1/3로 낮추면 DyT의 튐이 사라집니다(가장 큰 상승 {rise:.2f}배 < {smooth}배). 정확도 99%에는 {first}단계에 닿습니다.",
                       "with a third of the learning rate DyT's bounces are gone (largest rise {rise:.2f}× < {smooth}×); it reaches 99% accuracy at step {first}."),
+    "ch11:scaled_input": ("입력을 10배 하면 출력의 최대 변화: LayerNorm {ln} (ε의 몫), DyT(α = 1/σ) {dyt:.2f}",
+                          "multiplying the input by 10 changes the output by at most: LayerNorm {ln} (eps's share), DyT (α = 1/σ) {dyt:.2f}"),
     "ch11:alpha_head": ("학습된 α (시드 0, 1, 2)     α·σ (평균)   |αx| > 2인 입력 (평균)           위치",
                         "learned α (seeds 0, 1, 2)   α·σ (mean)   inputs with |αx| > 2 (mean)   where"),
     # no Hangul: the same in both languages (the pair test reads a Korean line back only through Hangul)
