@@ -4,6 +4,7 @@ with exercises whose solutions are collapsed."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 import nbformat
@@ -260,3 +261,25 @@ def test_each_language_cites_into_its_own_bibliography_page(lang):
         keys = [k for m in build_chapters.CITATION.finditer(markdown) for k in m.group(2).split(",")]
         assert keys and all(k.startswith(f"{lang}-") for k in keys), f"{lang}/{stem}: {keys}"
     assert build_chapters.cite_in("x {cite:p}`a2000,b2001` y {cite}`c`", "ko") == "x {cite:p}`ko-a2000,ko-b2001` y {cite}`ko-c`"
+
+
+def _docstrings(source: str) -> list[str]:
+    """The functions and classes of a code cell that explain themselves in a docstring."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    return [node.name for node in ast.walk(ast.parse(code))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(node)]
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_code_cells_explain_in_comments_not_docstrings(stem):
+    """A docstring is the same string in both notebooks, so a Korean page would show English: the
+    explanations in a chapter's code are #ko:/#en: comments, which each page gets in its language."""
+    nb = nbformat.read(ROOT / "chapters" / "ko" / f"{stem}.ipynb", as_version=4)
+    found = [f"cell {i}: {name}" for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+             for name in _docstrings(cell.source)]
+    assert not found, f"ko/{stem}: docstrings in code cells (write them as #ko:/#en: comments): {found}"
+
+
+def test_the_docstring_check_can_fail():
+    assert _docstrings('def f(x):\n    """Adds one."""\n    return x + 1\n') == ["f"]
+    assert _docstrings("def f(x):\n    # 하나를 더합니다\n    return x + 1\n") == []
