@@ -16,10 +16,11 @@ PAIRS = {
     "ch11:norm1": ("블록 {block}, 어텐션 앞", "block {block}, before attention"),
     "ch11:norm2": ("블록 {block}, MLP 앞", "block {block}, before the MLP"),
     "ch11:final": ("맨 끝, 헤드 앞", "last, before the head"),
-    "ch11:layer_head": ("토큰 σ의 범위 (최대÷최소)   상위 1% 원소를 가진 토큰의 σ÷중앙값   가장 큰 |x̂|   a·tanh(b·x) 오차÷직선 오차   위치",
-                        "token σ range (max÷min)   σ of the tokens holding the top 1% ÷ median   largest |x̂|   a·tanh(b·x) error ÷ line error   where"),
-    "ch11:layer_row": ("{lo:5.2f}–{hi:5.2f} ({spread:.2f}배)      {owners:.2f}배                               {top:.2f}          {ratio:.2f}                        {label}",
-                       "{lo:5.2f}–{hi:5.2f} ({spread:.2f}×)       {owners:.2f}×                                     {top:.2f}           {ratio:.2f}                          {label}"),
+    "ch11:layer_head": ("토큰 σ 범위 (최대÷최소)   상위 1% 토큰의 σ÷중앙값   최대 |x̂|   a·tanh(b·x) 오차÷직선 오차   위치",
+                        "token σ range (max÷min)   top-1% tokens' σ ÷ median   largest |x̂|   a·tanh(b·x) error ÷ line error   where"),
+    # the Korean columns are spaced for the book's font, where a Hangul syllable is about 1.5 columns wide
+    "ch11:layer_row": ("{lo:5.2f}–{hi:5.2f} ({spread:.2f}배)   {owners:.2f}배                {top:.2f}      {ratio:.2f}                       {label}",
+                       "{lo:5.2f}–{hi:5.2f} ({spread:.2f}×)      {owners:.2f}×                       {top:.2f}           {ratio:.2f}                             {label}"),
     "ch11:bound": ("입력이 아무리 커도 넘지 못하는 LayerNorm 출력의 한계: |x̂| ≤ √(d − 1) = {bound:.2f}\n"
                    "  한 원소만 {spike:g}이고 나머지는 0인 토큰: 그 원소의 x̂ = {reached:.2f}\n"
                    "  이 모델에서 가장 큰 |x̂|: {top:.2f} (한계의 {share:.0%})",
