@@ -50,7 +50,7 @@ PAIRS = {
                     "checked for every seed: both reach 99% accuracy within {steps} steps, DyT first; over the last 50 steps the loss never rises by more than {smooth}× from one step to the next with LayerNorm, and always somewhere by more than {bumpy}× with DyT."),
     "ch11:lr_claim": ("학습률을 1/3로 낮춘 DyT(시드 0): 튐이 없습니다(가장 큰 상승 {rise:.2f}배 < {smooth}배). 정확도 99%에는 {first}단계에 닿습니다.",
                       "DyT with a third of the learning rate (seed 0): no bounces (largest rise {rise:.2f}× < {smooth}×); it reaches 99% accuracy at step {first}."),
-    "ch11:scaled_input": ("입력을 10배 하면 출력의 최대 변화: LayerNorm {ln} (ε의 몫), DyT(α = 1/σ) {dyt:.2f}",
+    "ch11:scaled_input": ("입력을 10배로 키우면 출력의 최대 변화: LayerNorm {ln} (ε의 몫), DyT(α = 1/σ) {dyt:.2f}",
                           "multiplying the input by 10 changes the output by at most: LayerNorm {ln} (eps's share), DyT (α = 1/σ) {dyt:.2f}"),
     "ch11:alpha_head": ("학습된 α (시드 0, 1, 2)     α·σ (평균)   |αx| > 2인 입력 (평균)           위치",
                         "learned α (seeds 0, 1, 2)   α·σ (mean)   inputs with |αx| > 2 (mean)   where"),
@@ -86,7 +86,7 @@ PAIRS = {
     # the other roads
     "ch11:ws_std": ("출력의 표준편차: 가중치 그대로 {raw:.2f}, 표준화한 가중치 {ws:.2f} (√(입력 수) = {root:.2f}), √(입력 수)로 한 번 더 나눈 가중치 {scaled:.2f}",
                     "std of the output: raw weights {raw:.2f}, standardized weights {ws:.2f} (√fan-in = {root:.2f}), divided by √fan-in as well {scaled:.2f}"),
-    "ch11:ws_invariant": ("가중치를 10배 하고 3을 더해도 출력의 최대 절대 차이: {diff}; 샘플 하나만 넣어도: {alone}",
+    "ch11:ws_invariant": ("가중치에 10을 곱하고 3을 더해도 출력의 최대 절대 차이: {diff}; 샘플 하나만 넣어도: {alone}",
                           "max abs difference of the output after multiplying the weights by 10 and adding 3: {diff}; for one sample on its own: {alone}"),
     # exercises
     "ch11:what_if": ("토큰 {share:.0%}를 {factor}배로 키우면: a·tanh(b·x)의 오차÷직선의 오차 {before:.2f} → {after:.2f}",
