@@ -157,6 +157,7 @@ PAIRS = {
     "ex:sec:04_std_eps": ("함정: `std + eps`로 나누기", "Pitfall: dividing by `std + eps`"),
     "ex:sec:06_frame": ("한 틀: 원소마다, 함께 평균 내는 원소들", "One frame: for each element, the elements it is averaged with"),
     "ex:sec:06_group": ("GroupNorm은 LayerNorm과 InstanceNorm 사이", "GroupNorm between LayerNorm and InstanceNorm"),
+    "ex:sec:10_fold": ("추론: BatchNorm을 앞 층에 접기", "Inference: folding BatchNorm into the layer before it"),
     "ex:sec:07_derive": ("LayerNorm의 ∂L/∂x 유도", "Deriving ∂L/∂x for LayerNorm"),
     "ex:sec:07_function": ("`torch.autograd.Function`으로", "As a `torch.autograd.Function`"),
 }

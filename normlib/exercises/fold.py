@@ -59,7 +59,7 @@ SPATIAL = {"Conv1d": (9,), "Conv2d": (6, 5)}
 CASES = (("Conv1d", 3, 4, 3, True), ("Conv2d", 3, 4, 3, False), ("Conv2d", 2, 5, (3, 2), True), ("Conv1d", 4, 3, 1, False))
 EPS = 0.01          # large enough that ε left out or put outside the square root is seen
 REFUSALS = (ValueError, RuntimeError, AssertionError)   # what a fold may raise for a training-mode BatchNorm
-SECTION = "ex:sec:03_train_eval"
+SECTION = "ex:sec:10_fold"     # chapter 10: "Inference: folding BatchNorm into the layer before it"
 
 
 def _layers(case, gen: torch.Generator, eps: float = EPS) -> Tuple[nn.Module, nn.Module, Tensor]:
