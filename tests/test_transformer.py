@@ -1,16 +1,26 @@
 """normlib.book.transformer, the tiny transformer of chapters 10 and 11: where each placement puts
-the norm, QK-normalization's bound on the attention logits, the task, and a training run that
-is the same twice."""
+the norm, QK-normalization's bound on the attention logits, causal attention, the two tasks, and a
+training run that is the same twice."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
 import torch
 
 import normlib
-from normlib.book.transformer import Block, TinyTransformer, largest_logit, reversal_batch, train
+from normlib.book.transformer import (
+    IGNORE,
+    Attention,
+    Block,
+    TinyTransformer,
+    chain_batch,
+    largest_logit,
+    reversal_batch,
+    train,
+)
 
 
 def _plain_norm(d):
@@ -102,3 +112,64 @@ def test_largest_logit_is_the_largest_score_of_any_block_and_head():
         model.blocks[1].attn.qkv.weight.mul_(10)
     model(tokens)
     assert largest_logit(model) == model.blocks[1].attn.last_logits.abs().max().item()
+
+
+def test_a_causal_position_sees_only_itself_and_the_positions_before_it():
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 8, dtype=torch.float64)
+    later = x.clone()
+    later[:, 4:] += 5.0                           # change only positions 4 and 5
+    causal = Attention(8, 2, causal=True).double()
+    assert torch.equal(causal(x)[:, :4], causal(later)[:, :4])
+    assert not torch.allclose(causal(x)[:, 4:], causal(later)[:, 4:])
+    # the first position attends to itself alone: its output is out(v₀)
+    v = causal.qkv(x)[..., 16:]
+    assert torch.allclose(causal(x)[:, 0], causal.out(v[:, 0]), atol=1e-12)
+    plain = Attention(8, 2).double()              # the default attends everywhere, as before
+    plain.load_state_dict(causal.state_dict())
+    assert not plain.causal and not torch.allclose(plain(x)[:, :4], plain(later)[:, :4])
+    model = TinyTransformer(6, 5, 8, 2, 2, normlib.LayerNorm, "pre", causal=True)
+    assert all(block.attn.causal for block in model.blocks)
+    assert not any(block.attn.causal for block in TinyTransformer(6, 5, 8, 2, 2, normlib.LayerNorm, "pre").blocks)
+
+
+def test_the_chain_language_follows_its_rules():
+    vocab, length, back = 9, 12, 3
+    tokens, targets = chain_batch(200, vocab, length, torch.Generator().manual_seed(5), mark=0.2, back=back)
+    bos, marker = vocab - 1, vocab - 2
+    assert (tokens[:, 0] == bos).all() and (tokens[:, 1:] != bos).all()
+    assert torch.equal(targets[:, :-1], tokens[:, 1:]) and (targets[:, -1] == IGNORE).all()
+    successor = {}
+    copies = 0
+    for row in tokens.tolist():
+        for t in range(2, length):
+            before, after = row[t - 1], row[t]
+            if before == marker:                  # after a marker: the token `back` places before it
+                assert after == row[t - 1 - back]
+                copies += 1
+            elif after != marker:                 # otherwise one fixed successor per word
+                assert successor.setdefault(before, after) == after
+    assert copies > 100 and sorted(successor) == sorted(successor.values()) == list(range(vocab - 2))
+    again, _ = chain_batch(200, vocab, length, torch.Generator().manual_seed(5), mark=0.2, back=back)
+    assert torch.equal(tokens, again)
+    with pytest.raises(ValueError, match="mark=1.5"):
+        chain_batch(2, vocab, length, torch.Generator(), mark=1.5)
+
+
+def test_a_causal_model_learns_the_chain_language():
+    torch.manual_seed(0)
+    model = TinyTransformer(8, 8, 16, 2, 1, normlib.LayerNorm, "pre", causal=True).double()
+    history = train(model, 120, 1e-2, batch=16, task=chain_batch)
+    assert history["loss"][-1] < 0.6 * history["loss"][0]
+
+
+def test_the_accuracy_leaves_the_ignored_targets_out():
+    torch.manual_seed(0)
+    model = TinyTransformer(8, 6, 16, 2, 1, normlib.LayerNorm, "pre", causal=True).double()
+    before = copy.deepcopy(model)
+    history = train(model, 1, 1e-2, batch=16, seed=3, task=chain_batch)
+    tokens, _ = chain_batch(16, 8, 6, torch.Generator().manual_seed(3))   # the batch the one step saw
+    with torch.no_grad():
+        guess = before(tokens).argmax(-1)
+    by_hand = (guess[:, :-1] == tokens[:, 1:]).double().mean().item()     # 5 targets per row, not 6
+    assert history["accuracy"][0] == pytest.approx(by_hand, abs=1e-12)

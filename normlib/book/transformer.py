@@ -13,6 +13,9 @@ per head to the queries and the keys before their dot product.
 
 The task (:func:`reversal_batch`): read a sequence of random tokens and write it backwards, every
 position predicting its token at once; the model must learn where to look, which is attention's job.
+Chapter 11 also trains a **causal** model (``causal=True``: a position attends only to itself and the
+positions before it) to predict each next token of :func:`chain_batch`'s made-up language, which
+starts every sequence with a beginning-of-sequence token.
 Everything is seeded and meant for float64, where a run gives the same numbers on every CPU to far
 more digits than the chapters print (training amplifies rounding; float32 would not survive).
 
@@ -31,7 +34,10 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch import Tensor, nn
 
-__all__ = ["Attention", "Block", "TinyTransformer", "reversal_batch", "train", "largest_logit", "PLACEMENTS"]
+from normlib.messages import say
+
+__all__ = ["Attention", "Block", "TinyTransformer", "reversal_batch", "chain_batch", "train", "largest_logit",
+           "PLACEMENTS", "IGNORE"]
 
 PLACEMENTS = ("post", "pre")
 NormFactory = Callable[[int], nn.Module]
@@ -45,14 +51,17 @@ def _check_placement(placement: str) -> str:
 
 class Attention(nn.Module):
     """Multi-head self-attention written out: q, k, v, scores q·kᵀ/√d_head, softmax, weighted sum.
+    With ``causal``, the scores of the positions after the query's are −∞ before the softmax.
 
     With ``qk_norm`` (a norm factory), each head's queries and keys are normalized over d_head
     before the dot product (QK-normalization). ``last_logits`` keeps the latest scores (detached),
     so a chapter can watch how large they grow.
     """
 
-    def __init__(self, d: int, heads: int, qk_norm: Optional[NormFactory] = None) -> None:
+    def __init__(self, d: int, heads: int, qk_norm: Optional[NormFactory] = None,
+                 causal: bool = False) -> None:
         super().__init__()
+        self.causal = bool(causal)
         if d % heads:
             raise ValueError(f"the width d must split evenly into heads, but got d={d} and heads={heads}")
         self.heads, self.d_head = heads, d // heads
@@ -68,6 +77,8 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         logits = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)     # (n, heads, t, t)
+        if self.causal:                                                # a position sees itself and earlier ones
+            logits = logits.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), -math.inf)
         self.last_logits = logits.detach()
         mixed = torch.softmax(logits, dim=-1) @ v                      # (n, heads, t, d_head)
         return self.out(mixed.transpose(1, 2).reshape(n, t, d))
@@ -78,10 +89,10 @@ class Block(nn.Module):
     with ``norm1`` and ``norm2`` placed ``"post"`` (after each sum) or ``"pre"`` (before each branch)."""
 
     def __init__(self, d: int, heads: int, norm: NormFactory, placement: str,
-                 qk_norm: Optional[NormFactory] = None) -> None:
+                 qk_norm: Optional[NormFactory] = None, causal: bool = False) -> None:
         super().__init__()
         self.placement = _check_placement(placement)
-        self.attn = Attention(d, heads, qk_norm)
+        self.attn = Attention(d, heads, qk_norm, causal)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
         self.norm1, self.norm2 = norm(d), norm(d)
 
@@ -99,12 +110,13 @@ class TinyTransformer(nn.Module):
     pre-norm model, to show what it is for."""
 
     def __init__(self, vocab: int, length: int, d: int, heads: int, depth: int, norm: NormFactory,
-                 placement: str, qk_norm: Optional[NormFactory] = None, final_norm: bool = True) -> None:
+                 placement: str, qk_norm: Optional[NormFactory] = None, final_norm: bool = True,
+                 causal: bool = False) -> None:
         super().__init__()
         _check_placement(placement)
         self.embed = nn.Embedding(vocab, d)
         self.position = nn.Parameter(torch.randn(length, d))
-        self.blocks = nn.ModuleList(Block(d, heads, norm, placement, qk_norm) for _ in range(depth))
+        self.blocks = nn.ModuleList(Block(d, heads, norm, placement, qk_norm, causal) for _ in range(depth))
         self.final = norm(d) if placement == "pre" and final_norm else nn.Identity()
         self.head = nn.Linear(d, vocab)
         for module in self.modules():             # as the original transformer and Xiong et al.:
@@ -139,12 +151,55 @@ def reversal_batch(batch: int, vocab: int, length: int, generator: torch.Generat
     return tokens, tokens.flip(1)
 
 
+IGNORE = -100   # a target that no loss or accuracy counts (torch's cross-entropy skips it too)
+
+
+def chain_batch(batch: int, vocab: int, length: int, generator: torch.Generator, mark: float = 0.1,
+                back: int = 3) -> tuple[Tensor, Tensor]:
+    """``batch`` sequences of a made-up language, and the next token of each position as its target.
+
+    Of the ``vocab`` tokens, the last is **BOS**, which begins every sequence, the one before it is a
+    **marker**, and the other ``vocab − 2`` are words. After BOS comes a random word; each word is
+    followed by its one fixed successor (a permutation of the words, the same in every call), except
+    that with probability ``mark`` a marker comes instead, and the token after a marker repeats the
+    token ``back`` places before the marker. So most next tokens follow from the current token alone
+    and only the ones after a marker need to look back. Targets: position t's is the token at t + 1;
+    the last position has none (``IGNORE``).
+
+    >>> tokens, targets = chain_batch(2, vocab=6, length=6, generator=torch.Generator().manual_seed(0))
+    >>> bool((tokens[:, 0] == 5).all()), bool((targets[:, :-1] == tokens[:, 1:]).all()), targets[:, -1].tolist()
+    (True, True, [-100, -100])
+    """
+    if vocab < 3 or length < 2 or back < 1 or not 0 <= mark < 1:
+        got = f"vocab={vocab}, length={length}, back={back}, mark={mark}"
+        raise ValueError(say(en=f"chain_batch needs vocab ≥ 3, length ≥ 2, back ≥ 1 and 0 ≤ mark < 1, but got {got}",
+                             ko=f"chain_batch에는 vocab ≥ 3, length ≥ 2, back ≥ 1, 0 ≤ mark < 1이 필요한데 받은 값은 {got}입니다"))
+    words, marker, bos = vocab - 2, vocab - 2, vocab - 1
+    successor = torch.randperm(words, generator=torch.Generator().manual_seed(0))
+    tokens = torch.empty(batch, length, dtype=torch.long)
+    tokens[:, 0] = bos
+    tokens[:, 1:2] = torch.randint(words, (batch, 1), generator=generator)
+    for t in range(2, length):
+        before = tokens[:, t - 1]
+        after = successor[before.clamp(max=words - 1)]
+        if t - 1 - back >= 1:                       # after a marker: the token `back` places before it
+            after = torch.where(before == marker, tokens[:, t - 1 - back], after)
+        draw = torch.rand(batch, generator=generator) < mark
+        if t - back >= 1 and t < length - 1:        # a marker needs a token to point at and a place to copy to
+            after = torch.where(draw & (before != marker), torch.full_like(after, marker), after)
+        tokens[:, t] = after
+    targets = torch.cat([tokens[:, 1:], torch.full((batch, 1), IGNORE, dtype=torch.long)], dim=1)
+    return tokens, targets
+
+
 def train(model: nn.Module, steps: int, lr: float, warmup: int = 0, batch: int = 32, seed: int = 0,
-          every: Optional[Callable[[int, nn.Module], None]] = None) -> Dict[str, List[float]]:
-    """Train ``model`` on :func:`reversal_batch` with Adam (β = 0.9, 0.98, as the original transformer)
+          every: Optional[Callable[[int, nn.Module], None]] = None,
+          task: Callable[..., tuple[Tensor, Tensor]] = reversal_batch) -> Dict[str, List[float]]:
+    """Train ``model`` on ``task`` (:func:`reversal_batch` unless given, or :func:`chain_batch`) with Adam (β = 0.9, 0.98, as the original transformer)
     for ``steps`` steps: the learning rate rises linearly from lr/warmup to ``lr`` over the first
     ``warmup`` steps (none when 0), then stays. Returns the loss (cross-entropy per token) and the
-    accuracy (share of tokens right) of every step; ``every(step, model)`` runs after each update.
+    accuracy (share of the targets right, ``IGNORE`` ones left out) of every step; ``every(step, model)``
+    runs after each update.
 
     The batches come from a generator seeded with ``seed``, so two models trained with the same seed
     see the same data. A loss that is not finite ends the run; the lists then stop there."""
@@ -156,16 +211,17 @@ def train(model: nn.Module, steps: int, lr: float, warmup: int = 0, batch: int =
     for step in range(steps):
         for group in optimizer.param_groups:
             group["lr"] = lr * min(1.0, (step + 1) / warmup) if warmup else lr
-        tokens, targets = reversal_batch(batch, vocab, length, generator)
+        tokens, targets = task(batch, vocab, length, generator)
         logits = model(tokens)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=IGNORE)
         if not torch.isfinite(loss):
             break
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         history["loss"].append(loss.item())
-        history["accuracy"].append((logits.argmax(-1) == targets).double().mean().item())
+        counted = targets != IGNORE
+        history["accuracy"].append((logits.argmax(-1) == targets)[counted].double().mean().item())
         if every is not None:
             every(step, model)
     return history
