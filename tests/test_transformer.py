@@ -173,3 +173,45 @@ def test_the_accuracy_leaves_the_ignored_targets_out():
         guess = before(tokens).argmax(-1)
     by_hand = (guess[:, :-1] == tokens[:, 1:]).double().mean().item()     # 5 targets per row, not 6
     assert history["accuracy"][0] == pytest.approx(by_hand, abs=1e-12)
+
+
+def _tanh_over_line(x, y):
+    """Least-squares error of y ≈ a·tanh(b·x) (b on a grid) over that of the line y ≈ k·x."""
+    line = (y - (x @ y) / (x @ x) * x).pow(2).mean()
+    best = min((y - (t @ y) / (t @ t) * t).pow(2).mean() for t in (torch.tanh(b * x) for b in torch.logspace(-3, 0, 151)))
+    return (best / line).item()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_chapter_11_a_causal_model_with_bos_draws_an_s_made_by_bos(seed):
+    """Chapter 11's claim on three seeds: after 400 steps on chain_batch, some LayerNorm's input-output
+    cloud is S-shaped (tanh error ≤ 0.6 of a line's), and there BOS is the token with the largest σ,
+    over twice the others' median, and without BOS the cloud is nearly a line again."""
+    dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)    # as the chapter: float64 from the initial values on
+    try:
+        torch.manual_seed(seed)
+        model = TinyTransformer(17, 8, 64, 4, 2, normlib.LayerNorm, "pre", causal=True)
+        train(model, 400, 3e-3, batch=16, seed=seed, task=chain_batch)
+        caught = []
+        for layer in model.modules():
+            if isinstance(layer, normlib.LayerNorm):
+                layer.register_forward_hook(lambda layer, args, out: caught.append(args[0].detach()))
+        tokens, _ = chain_batch(64, 17, 8, torch.Generator().manual_seed(1000))
+        with torch.no_grad():
+            model(tokens)
+    finally:
+        torch.set_default_dtype(dtype)
+    bos = tokens == 16
+    s_shaped = 0
+    for x in caught:                          # (64, 8, 64): sequences, positions, channels
+        x_hat = (x - x.mean(-1, keepdim=True)) / (x.var(-1, unbiased=False, keepdim=True) + 1e-5).sqrt()
+        if _tanh_over_line(x.flatten(), x_hat.flatten()) > 0.6:
+            continue
+        s_shaped += 1
+        sigma = x.std(-1, unbiased=False)
+        assert sigma[bos].min() > sigma[~bos].max() and sigma[bos].min() > 2 * sigma[~bos].median()
+        rest, rest_hat = x[~bos], x_hat[~bos]
+        assert _tanh_over_line(rest.flatten(), rest_hat.flatten()) > 0.75
+    assert s_shaped >= 1

@@ -13,6 +13,10 @@ PAIRS = {
                      "after {steps} training steps: loss {loss:.1e}, accuracy {acc:.0%}"),
     "ch11:caught": ("LayerNorm {layers}개의 입력을 잡았습니다. 층마다 토큰 {tokens}개 × 채널 {d}개 = 점 {points}개",
                     "caught the inputs of {layers} LayerNorms: per layer {tokens} tokens × {d} channels = {points} points"),
+    "ch11:lm_model": ("인과 언어 모델: 블록 {depth}개, 폭 {d}, 헤드 {heads}개, LayerNorm {n}개, 매개변수 {params}개",
+                      "the causal language model: {depth} blocks, width {d}, {heads} heads, {n} LayerNorms, {params} parameters"),
+    "ch11:lm_accuracy": ("새 배치에서 다음 토큰을 맞힌 비율: 표시 다음(베껴 쓰기) {copy:.0%}, 단어 다음 {word:.0%}, BOS 다음(무작위 단어) {first:.0%}",
+                         "next tokens right on a fresh batch: after a marker (a copy) {copy:.0%}, after a word {word:.0%}, after BOS (a random word) {first:.0%}"),
     "ch11:norm1": ("블록 {block}, 어텐션 앞", "block {block}, before attention"),
     "ch11:norm2": ("블록 {block}, MLP 앞", "block {block}, before the MLP"),
     "ch11:final": ("맨 끝, 헤드 앞", "last, before the head"),
@@ -21,19 +25,28 @@ PAIRS = {
     # the Korean columns are spaced for the book's font, where a Hangul syllable is about 1.5 columns wide
     "ch11:layer_row": ("{lo:5.2f}–{hi:5.2f} ({spread:.2f}배)   {owners:.2f}배                {top:.2f}      {ratio:.2f}                       {label}",
                        "{lo:5.2f}–{hi:5.2f} ({spread:.2f}×)      {owners:.2f}×                       {top:.2f}           {ratio:.2f}                             {label}"),
-    "ch11:bound": ("입력이 아무리 커도 넘지 못하는 LayerNorm 출력의 한계: |x̂| ≤ √(d − 1) = {bound:.2f}\n"
-                   "  한 원소만 {spike:g}이고 나머지는 0인 토큰: 그 원소의 x̂ = {reached:.2f}\n"
-                   "  이 모델에서 가장 큰 |x̂|: {top:.2f} (한계의 {share:.0%})",
-                   "the limit LayerNorm's output never exceeds, however large the input: |x̂| ≤ √(d − 1) = {bound:.2f}\n"
-                   "  a token with one element at {spike:g} and the rest 0: that element's x̂ = {reached:.2f}\n"
-                   "  the largest |x̂| in this model: {top:.2f} ({share:.0%} of the limit)"),
+    "ch11:top_share": ("가장 큰 |x̂|: {top:.2f}, 출력의 한계 √(d − 1) = √{dm1} = {bound:.2f}의 {share:.0%}",
+                       "the largest |x̂|: {top:.2f}, {share:.0%} of the output's limit √(d − 1) = √{dm1} = {bound:.2f}"),
+    "ch11:spike": ("한 원소만 {spike:g}이고 나머지는 0인 토큰: 그 원소의 x̂ = {reached:.2f}, 한계 √(d − 1) = {bound:.2f}에 닿습니다",
+                   "a token with one element at {spike:g} and the rest 0: that element's x̂ = {reached:.2f}, at the limit √(d − 1) = {bound:.2f}"),
     "ch11:token_lines": ("{label}: σ가 가장 작은 토큰은 기울기 1/σ = {steep:.3f}인 직선, 가장 큰 토큰은 {flat:.3f}인 직선 위에 있습니다 (직선에서 벗어난 정도 {off})",
                          "{label}: the token with the smallest σ lies on a line of slope 1/σ = {steep:.3f}, the one with the largest on one of slope {flat:.3f} (off the line by {off})"),
+    "ch11:panel": ("{label} (오차 비 {ratio:.2f})", "{label} (error ratio {ratio:.2f})"),
     "ch11:ln_input": ("LayerNorm의 입력 x", "LayerNorm input x"),
     "ch11:ln_output": ("출력 (γ, β 전)", "output (before γ, β)"),
     "ch11:tanh_fit": ("맞춘 a·tanh(b·x)", "fitted a·tanh(b·x)"),
     "ch11:limit": ("출력의 한계 ±√(d − 1)", "the output's limit ±√(d − 1)"),
     "ch11:sigma_rank": ("토큰 σ의 순위 (0 가장 작음, 1 가장 큼)", "rank of the token's σ (0 smallest, 1 largest)"),
+    # the BOS token
+    "ch11:bos_head": ("BOS의 σ÷나머지 σ의 중앙값   상위 1% 원소 가운데 BOS의 몫   오차 비   BOS를 빼면   위치",
+                      "BOS σ ÷ median σ of the rest   share of the top-1% elements in BOS   error ratio   without BOS   where"),
+    "ch11:bos_row": ("{bos:5.2f}배                   {held:4.0%}                            {ratio:.2f}      {without:.2f}         {label}",
+                     "{bos:5.2f}×                        {held:4.0%}                               {ratio:.2f}          {without:.2f}          {label}"),
+    "ch11:bos_share": ("BOS는 토큰의 {share:.1%}입니다", "BOS is {share:.1%} of the tokens"),
+    "ch11:bos_attention": ("BOS 뒤 위치들이 BOS에 주는 어텐션의 평균, 블록마다: {shares} (볼 수 있는 위치에 고르게 나누면 {even:.2f})",
+                           "the mean attention the positions after BOS give to BOS, per block: {shares} (spread evenly over the visible positions: {even:.2f})"),
+    "ch11:bos_claim": ("확인: 오차 비가 {ratio}보다 작은 층 {n}개 모두에서 BOS의 σ가 모든 토큰 가운데 가장 크고 나머지 중앙값의 {bos}배를 넘으며, BOS를 빼고 맞추면 오차 비가 {without}를 넘습니다. 첫 LayerNorm(임베딩 바로 뒤)의 오차 비는 {first}를 넘습니다.",
+                       "checked: in all {n} layers with an error ratio below {ratio}, BOS has the largest σ of all tokens, over {bos} times the rest's median, and fitted without BOS the error ratio is over {without}. The first LayerNorm's (right after the embeddings) is over {first}."),
     # DyT, written out and in normlib
     "ch11:inline_vs_functional": ("공식을 그대로 옮긴 식과 normlib.functional.dyt의 최대 절대 차이:",
                                   "max abs difference, the formula written out vs normlib.functional.dyt:"),
