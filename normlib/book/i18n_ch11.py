@@ -68,8 +68,6 @@ PAIRS = {
     "ch11:alpha_head": ("학습된 α (시드 0, 1, 2)     α·σ (평균)   |αx| > 2인 입력 (평균)           위치",
                         "learned α (seeds 0, 1, 2)   α·σ (mean)   inputs with |αx| > 2 (mean)   where"),
     # no Hangul: the same in both languages (the pair test reads a Korean line back only through Hangul)
-    "ch11:alpha_row": ("{a0:.2f}  {a1:.2f}  {a2:.2f}            {typical:4.2f}         {saturated:4.0%}                          {label}",
-                       "{a0:.2f}  {a1:.2f}  {a2:.2f}            {typical:4.2f}         {saturated:4.0%}                          {label}"),
     "ch11:layer_index": ("층 (입력에서 출력 쪽으로)", "layer (from the input towards the output)"),
     "ch11:alpha_sigma": ("학습된 α × 입력의 σ", "learned α × the input's σ"),
     "ch11:seed": ("시드", "seed"),
@@ -79,8 +77,6 @@ PAIRS = {
     "ch11:passes_head": ("순전파: 읽기 + 쓰기 (연산 수)   역전파: 읽기 + 쓰기 (연산 수)    구현",
                          "forward: reads + writes (ops)   backward: reads + writes (ops)   implementation"),
     # no Hangul: the same in both languages
-    "ch11:passes_row": ("{fr:2d} + {fw:2d} ({fk:2d})                    {br:2d} + {bw:2d} ({bk:2d})                     {name} · {variant}",
-                        "{fr:2d} + {fw:2d} ({fk:2d})                    {br:2d} + {bw:2d} ({bk:2d})                     {name} · {variant}"),
     "ch11:dyt_ops": ("DyT 순전파의 연산: {ops}", "DyT's forward operations: {ops}"),
     "ch11:no_dyt_bench": ("여기에는 `make bench-dyt`의 결과가 없습니다(책의 저장소에서 실행하면 보입니다).",
                           "No `make bench-dyt` results here (they are in the book's repository)."),
@@ -93,7 +89,6 @@ PAIRS = {
     "ch11:like_for_like": ("  DyT ÷ LayerNorm: 읽기 쉬운 구현끼리 {readable:.2f}, 컴파일한 것끼리 {compiled:.2f}",
                            "  DyT ÷ LayerNorm: readable against readable {readable:.2f}, compiled against compiled {compiled:.2f}"),
     "ch11:ratio_to_ln": ("시간 ÷ torch의 LayerNorm (로그 눈금)", "time ÷ torch's LayerNorm (log scale)"),
-    "ch11:live_row": ("{ms:7.2f} ms   {what}", "{ms:7.2f} ms   {what}"),
     "ch11:copy": ("복사", "copy"),
     "ch11:tanh": ("tanh(x) 하나", "tanh(x) alone"),
     # the other roads
