@@ -300,9 +300,14 @@ def _visit(browser, path: Path, screenshot: Path) -> dict:
         page.set_default_timeout(20_000)
         page.on("request", lambda r: elsewhere(r.url) and requests.append(r.url))
         page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-        page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+        on_console = lambda m: m.type == "error" and errors.append(f"console.error: {m.text}")
+        page.on("console", on_console)
         page.goto(url, wait_until="load")
         facts = page.evaluate(MEASURE)
+        # The page's own errors are in by now. The font probe's DevTools CSS domain makes Chromium
+        # (150, Debian's) fetch the file:// document again and log "Unsafe attempt to load URL"
+        # for the page itself: the probe's doing, not the page's, so it is not counted.
+        page.remove_listener("console", on_console)
         texts, facts["tofu"] = hangul_without_nanum(page)
         facts["probed"] = len(texts)
         page.screenshot(path=str(screenshot), full_page=True)
@@ -355,6 +360,18 @@ def _traceback_of(code: str, tmp_path: Path) -> dict:
     result = subprocess.run([sys.executable, "-c", SHELL], input=code, cwd=ROOT, capture_output=True, text=True,
                             timeout=300, check=True, env=dict(os.environ, IPYTHONDIR=str(tmp_path)))
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.browser
+def test_the_visit_still_reports_a_pages_own_errors(browser, tmp_path):
+    """Leaving the font probe's DevTools noise out must not leave out the page's own errors."""
+    page = tmp_path / "doctored.html"
+    page.write_text('<html lang="ko"><body><p>정규화 층</p><script>console.error("boom"); missing();</script>'
+                    '<img src="https://example.org/x.png" alt=""></body></html>', encoding="utf-8")
+    facts = _visit(browser, page, tmp_path / "doctored.png")
+    assert "console.error: boom" in facts["errors"], facts["errors"]
+    assert any(e.startswith("uncaught:") and "missing" in e for e in facts["errors"]), facts["errors"]
+    assert facts["requests"] == ["https://example.org/x.png"]
 
 
 def test_the_traceback_keeps_the_notebooks_cells_only(tmp_path):
