@@ -62,6 +62,11 @@ REFUSALS = (ValueError, RuntimeError, AssertionError)   # what a fold may raise 
 SECTION = "ex:sec:10_fold"     # chapter 10: "Inference: folding BatchNorm into the layer before it"
 
 
+def _section(slip: str) -> str:
+    """The section a slip sends the student to: ε outside the root is chapter 4's pitfall, the rest the fold's."""
+    return "ex:sec:04_std_eps" if slip == "fold_std_eps" else SECTION
+
+
 def _layers(case, gen: torch.Generator, eps: float = EPS) -> Tuple[nn.Module, nn.Module, Tensor]:
     """A seeded float64 conv and BatchNorm (random weights, bias, γ, β, running statistics) and an input."""
     kind, c_in, c_out, kernel, bias, *more = case
@@ -139,8 +144,7 @@ def _explain(report: _Report, result, conv, bn, x: Tensor, got_output: Optional[
                 same = _close(result.weight, weight, tol) and _close(result.bias, bias, tol)
             if same:
                 kwargs = {"factor": f"{factor:.6g}"} if name == "fold_var_scaled" else {}
-                report.diagnose(name, f"ex:diag:{name}", "ex:sec:04_std_eps" if name == "fold_std_eps" else SECTION,
-                                **kwargs)
+                report.diagnose(name, f"ex:diag:{name}", _section(name), **kwargs)
                 return
         if got_output is not None:
             y = conv(x)
@@ -329,7 +333,7 @@ def _check_scale_shift_case(report: _Report, scale_shift, bn) -> None:
     for slip, candidate in candidates.items():
         if _close(s, candidate, tol):
             kwargs = {"factor": f"{factor:.6g}"} if slip == "fold_var_scaled" else {}
-            report.diagnose(slip, f"ex:diag:{slip}", "ex:sec:04_std_eps" if slip == "fold_std_eps" else SECTION, **kwargs)
+            report.diagnose(slip, f"ex:diag:{slip}", _section(slip), **kwargs)
             report.fail()
     if statuses[0] == "ok" and _close(t, beta - mean, tol):
         report.diagnose("shift_unscaled_mean", "ex:diag:shift_unscaled_mean", SECTION)
