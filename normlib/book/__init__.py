@@ -9,7 +9,7 @@ drawings, explorers, chapter 9's process launcher and chapters 10-11's tiny tran
 :mod:`.widgets`      the explorers (static for the HTML book, live in JupyterLab)
 :mod:`.launch`       start processes in one ``torch.distributed`` group (chapter 9)
 :mod:`.devices`      chapter 9's demo: one SyncBatchNorm step per split of the batch
-:mod:`.transformer`  chapters 10 and 11's tiny transformer (post- or pre-norm), its task and loop
+:mod:`.transformer`  chapters 10-11's tiny transformer (post-/pre-norm, causal or not), tasks, loop
 ===================  =====================================================================
 
 A chapter's setup cell is ``T = book.start(LANG)``: see :func:`start`.
