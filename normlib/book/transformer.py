@@ -45,7 +45,8 @@ NormFactory = Callable[[int], nn.Module]
 
 def _check_placement(placement: str) -> str:
     if placement not in PLACEMENTS:
-        raise ValueError(f"placement must be one of {PLACEMENTS}, but got {placement!r}")
+        raise ValueError(say(en=f"placement must be one of {PLACEMENTS}, but got {placement!r}",
+                             ko=f"placement는 {PLACEMENTS} 중 하나여야 하는데 {placement!r}을(를) 받았습니다"))
     return placement
 
 
@@ -63,7 +64,8 @@ class Attention(nn.Module):
         super().__init__()
         self.causal = bool(causal)
         if d % heads:
-            raise ValueError(f"the width d must split evenly into heads, but got d={d} and heads={heads}")
+            raise ValueError(say(en=f"the width d must split evenly into heads, but got d={d} and heads={heads}",
+                                 ko=f"폭 d는 헤드 수로 나누어떨어져야 하는데 d={d}, heads={heads}을(를) 받았습니다"))
         self.heads, self.d_head = heads, d // heads
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
