@@ -33,7 +33,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from helpers import ROOT, chromium_browser, running_in_ci
+from helpers import PERTURBED_RUN, ROOT, chromium_browser, running_in_ci, start_perturbed
 
 settings.register_profile(
     "default",
@@ -123,3 +123,25 @@ def browser():
     """Headless Chromium for the whole session, shared by test_browser.py (the book) and
     test_feedback.py (the feedback pages): Playwright's sync API allows one at a time."""
     yield from chromium_browser("run the browser tests (the book and the classroom's feedback pages)")
+
+
+def pytest_collection_finish(session):
+    """When the perturbed-numerics tests are selected, start their re-execution of every chapter
+    right away, in a process of its own with one notebook at a time: it runs on the second core
+    while this session runs everything else (most of which uses one), instead of after it.
+    test_perturbed_numerics.py waits for it; under pytest-xdist each worker runs its own."""
+    if hasattr(session.config, "workerinput") or not any(
+            item.path.name == "test_perturbed_numerics.py" and item.name.startswith("test_chapter_outputs")
+            for item in session.items):
+        return
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="perturbed-")) / "results.json"
+    chapters = sorted((ROOT / "chapters").glob("*/*.ipynb"))
+    session.config.stash[PERTURBED_RUN] = (start_perturbed(chapters, out, jobs=1), out)
+
+
+def pytest_sessionfinish(session):
+    run = session.config.stash.get(PERTURBED_RUN, None)
+    if run is not None and run[0].poll() is None:     # the session ended first (-x, Ctrl-C): stop it
+        run[0].kill()

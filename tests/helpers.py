@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -145,6 +147,17 @@ def chromium_browser(purpose: str):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
+
+
+PERTURBED_RUN = pytest.StashKey["tuple[subprocess.Popen, Path]"]()
+
+
+def start_perturbed(paths: list[Path], out: Path, jobs: int) -> subprocess.Popen:
+    """tools/perturbed_numerics.py on ``paths`` in its own process, writing its results to ``out``
+    (JSON); output captured to ``out`` + ``.log``. The caller waits for it."""
+    log = open(out.with_suffix(".log"), "w", encoding="utf-8")  # noqa: SIM115 - closed by the process's end
+    return subprocess.Popen([sys.executable, str(ROOT / "tools" / "perturbed_numerics.py"), "--jobs", str(jobs),
+                             "--json", str(out), *map(str, paths)], stdout=log, stderr=subprocess.STDOUT)
 
 
 def init_batch_norm_state(module: torch.nn.Module, num_features: int, eps: float, momentum) -> None:

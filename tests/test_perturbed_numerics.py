@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from helpers import PERTURBED_RUN, start_perturbed
 from tools import perturbed_numerics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,18 +25,31 @@ TOOL = Path(perturbed_numerics.__file__)
 CHAPTERS = sorted((ROOT / "chapters").glob("*/*.ipynb"))
 
 
-def check(paths: list[Path], out: Path, jobs: int = 2) -> dict[str, dict]:
-    result = subprocess.run(
-        [sys.executable, str(TOOL), "--jobs", str(jobs), "--json", str(out), *map(str, paths)],
-        capture_output=True, text=True, timeout=900, check=False,
-    )
+def results(process: subprocess.Popen, out: Path) -> dict[str, dict]:
+    """Wait for a run of the tool and read what it wrote."""
+    try:
+        code = process.wait(timeout=1200)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail(f"{TOOL.name} did not finish within 20 minutes")
     if not out.exists():
-        pytest.fail(f"{TOOL.name} wrote no results (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        log = out.with_suffix(".log")
+        pytest.fail(f"{TOOL.name} wrote no results (exit {code}):\n"
+                    + (log.read_text(encoding="utf-8")[-4000:] if log.exists() else ""))
     return {Path(r["path"]).resolve().as_posix(): r for r in json.loads(out.read_text(encoding="utf-8"))}
 
 
+def check(paths: list[Path], out: Path, jobs: int = 2) -> dict[str, dict]:
+    return results(start_perturbed(paths, out, jobs), out)
+
+
 @pytest.fixture(scope="module")
-def perturbed(tmp_path_factory) -> dict[str, dict]:
+def perturbed(request, tmp_path_factory) -> dict[str, dict]:
+    """The re-execution conftest started in the background when the session began (or, if it
+    did not, one run now)."""
+    started = request.config.stash.get(PERTURBED_RUN, None)
+    if started is not None:
+        return results(*started)
     return check(CHAPTERS, tmp_path_factory.mktemp("perturbed") / "results.json")
 
 
