@@ -154,10 +154,10 @@ PERTURBED_RUN = pytest.StashKey["tuple[subprocess.Popen, Path]"]()
 
 def start_perturbed(paths: list[Path], out: Path, jobs: int) -> subprocess.Popen:
     """tools/perturbed_numerics.py on ``paths`` in its own process, writing its results to ``out``
-    (JSON); output captured to ``out`` + ``.log``. The caller waits for it."""
-    log = open(out.with_suffix(".log"), "w", encoding="utf-8")  # noqa: SIM115 - closed by the process's end
-    return subprocess.Popen([sys.executable, str(ROOT / "tools" / "perturbed_numerics.py"), "--jobs", str(jobs),
-                             "--json", str(out), *map(str, paths)], stdout=log, stderr=subprocess.STDOUT)
+    (JSON); its output goes to ``out`` with the suffix ``.log``. The caller waits for it."""
+    with open(out.with_suffix(".log"), "w", encoding="utf-8") as log:   # the process keeps its own copy
+        return subprocess.Popen([sys.executable, str(ROOT / "tools" / "perturbed_numerics.py"), "--jobs",
+                                 str(jobs), "--json", str(out), *map(str, paths)], stdout=log, stderr=subprocess.STDOUT)
 
 
 def init_batch_norm_state(module: torch.nn.Module, num_features: int, eps: float, momentum) -> None:
