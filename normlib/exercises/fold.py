@@ -50,7 +50,7 @@ from ..axes import channel_view
 from ..book.i18n import text
 from ..fold import fold_batch_norm
 from ..stats import moments
-from ._report import CheckFailed, _case, _close, _compare, _input, _params, _passed, _Report, _start, _tol
+from ._report import CheckFailed, _case, _close, _compare, _input, _name, _params, _passed, _Report, _start, _tol
 
 CONVS = {"Conv1d": nn.Conv1d, "Conv2d": nn.Conv2d}
 SPATIAL = {"Conv1d": (9,), "Conv2d": (6, 5)}
@@ -257,7 +257,7 @@ def check_fold_batch_norm(fold, lang: str = "en", *, cases: Sequence[tuple] = CA
       • your code called normlib.fold.fold_batch_norm
     """
     gen = _start(lang, fold, seed)
-    name = getattr(fold, "__name__", None) or "fold"
+    name = _name(fold, "fold")
     cases = tuple(cases)
     for case in cases:
         conv, bn, x = _layers(case, gen, eps)
@@ -286,7 +286,7 @@ def check_fold_training(fold, lang: str = "en", *, case: tuple = CASES[0], seed:
     ('fold_training',)
     """
     gen = _start(lang, fold, seed)
-    name = getattr(fold, "__name__", None) or "fold"
+    name = _name(fold, "fold")
     conv, bn, _ = _layers(case, gen)
     report = _Report(lang, name, ", ".join([_describe(conv), text("ex:case_eval", lang)]), SECTION)
     try:
@@ -359,7 +359,7 @@ def check_scale_shift(scale_shift, lang: str = "en", *, cases: Sequence[tuple] =
     ('fold_std_eps',)
     """
     gen = _start(lang, scale_shift, seed)
-    name = getattr(scale_shift, "__name__", None) or "scale_shift"
+    name = _name(scale_shift, "scale_shift")
     cases = tuple(cases)
     for case in cases:
         _, bn, _ = _layers(case, gen, eps)
