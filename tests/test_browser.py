@@ -25,16 +25,14 @@ never needed. Without Chromium or Playwright the tests skip, except on CI (CI=tr
 from __future__ import annotations
 
 import contextlib
-import functools
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
 
 from helpers import ROOT, hangul_without_nanum, toc_docnames
+from tools.local_site import isolated_context, serve
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 15_000
@@ -42,20 +40,11 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PAGES = toc_docnames()
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-
 @pytest.fixture(scope="session")
 def book_url(offline_book):
     """The built book over HTTP on 127.0.0.1, a free port, for the whole session."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(offline_book)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(offline_book) as url:
+        yield url
 
 
 @dataclass
@@ -95,25 +84,6 @@ MEASURE = """async ({ hasWidgets }) => {
     widgetElements: document.querySelectorAll('.widget-subarea [class*="widget-"]').length,
   };
 }"""
-
-
-def isolated_context(browser, book_url: str, seen: list[str] | None = None):
-    """A browser context whose requests to any host but the book's are aborted (and appended to
-    ``seen`` when given): nothing leaves the machine."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    host = urlsplit(book_url).netloc
-
-    def elsewhere(url: str) -> bool:
-        parts = urlsplit(url)
-        return parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host
-
-    def abort(route):
-        if seen is not None:
-            seen.append(route.request.url)
-        route.abort()
-
-    context.route(elsewhere, abort)
-    return context
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,54 @@
+"""A built site served on 127.0.0.1, and browser contexts that reach no other host.
+
+Used by the browser tests (tests/test_browser.py, tests/test_search.py) and by the tools that
+measure the built site in Chromium (tools/search_recall.py):
+
+    with serve(site_dir) as url:                       # http://127.0.0.1:<free port>
+        context = isolated_context(browser, url, seen)  # Playwright: other hosts aborted, listed in seen
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@contextmanager
+def serve(directory: Path):
+    """``directory`` over HTTP on 127.0.0.1 at a free port, while the block runs; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(directory)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def isolated_context(browser, book_url: str, seen: list[str] | None = None):
+    """A browser context whose requests to any host but the book's are aborted (and appended to
+    ``seen`` when given): nothing leaves the machine."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    host = urlsplit(book_url).netloc
+
+    def elsewhere(url: str) -> bool:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host
+
+    def abort(route):
+        if seen is not None:
+            seen.append(route.request.url)
+        route.abort()
+
+    context.route(elsewhere, abort)
+    return context
