@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
 .PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench bench-fold bench-dyt \
-	assignments assignments-release autograde feedback
+	assignments assignments-release autograde feedback repository
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,16 +19,17 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-## Build the HTML book (from the committed, executed notebooks) and say where to open it.
+## Build the HTML book (from the committed, executed notebooks) and say where to open it: one book per
+## language (tools/website.py: _build/html/ko/, _build/html/en/, a landing page _build/html/index.html).
 ## The build itself vendors MathJax, RequireJS, the widget manager and the Korean web font
 ## (tools/vendor_assets.py, a Sphinx extension of the book: npm ci when needed), so the book
 ## loads nothing from other hosts.
 book: $(STAMP)
-	$(VENV)/bin/jupyter-book build . --builder html -W --keep-going
+	$(PY) -m tools.website
 	@echo ""
 	@echo "The book is built. Open $(abspath $(BOOK)) in a browser,"
 	@echo "or run 'make serve' and visit http://127.0.0.1:8000/"
-	@if grep -q "_static/offline/nanum-gothic.css" $(BOOK); then \
+	@if grep -q "_static/offline/nanum-gothic.css" _build/html/ko/chapters/ko/index.html; then \
 		echo "It loads nothing from other hosts (MathJax, widgets and the Korean font are in _static/offline/)."; \
 	else \
 		echo "It loads MathJax, require.js and the widget manager from CDNs (no npm, see above): it needs a network."; \
@@ -97,6 +98,12 @@ bench-dyt: $(STAMP)
 ## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
 bench-widgets: $(STAMP)
 	$(PY) benchmarks/live_explorer.py
+
+## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
+## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing
+## (tools/repository.py). CHECK=1 changes nothing and fails naming every notebook that differs.
+repository: $(STAMP)
+	$(PY) -m tools.repository $(if $(CHECK),--check)
 
 ## Regenerate the Korean and English nbgrader source notebooks from assignments/src/*.md (A=01_layernorm for one).
 assignments: $(STAMP)

@@ -17,6 +17,9 @@ code blocks (``code``, ``solution``, and the assignments' ``setup`` and ``tests`
 
 Every notebook also starts with :func:`install_cell`, which installs normlib from the book's
 repository (``repository.url`` in ``_config.yml``) when it is not importable, as on Colab or Binder.
+The notebooks keep a copy of that address (the install cell, and the chapters' links to the
+library's lines); after changing it in ``_config.yml``, ``make repository`` (``tools/repository.py``)
+rewrites every copy without executing anything.
 """
 
 from __future__ import annotations
@@ -108,22 +111,28 @@ def code_for(body: str, lang: str) -> str:
     return "\n".join(out)
 
 
-def repository_url() -> str:
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    url = (config.get("repository") or {}).get("url")
+def _repository(root: Path) -> dict:
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
+    return config.get("repository") or {}
+
+
+def repository_url(root: Path = ROOT) -> str:
+    """The book's repository (``repository.url`` in ``root/_config.yml``)."""
+    url = _repository(root).get("url")
     if not url:
         raise SourceError("_config.yml has no repository.url: the notebooks' install cell needs it")
-    return url
+    return str(url).rstrip("/")
 
 
-def repository_branch() -> str:
+def repository_branch(root: Path = ROOT) -> str:
     """The branch the book's links point into (``repository.branch`` in ``_config.yml``, default main)."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    return str((config.get("repository") or {}).get("branch") or "main")
+    return str(_repository(root).get("branch") or "main")
 
 
-def install_cell() -> nbformat.NotebookNode:
-    """The first code cell of every notebook: install normlib where it is missing (hidden in the book)."""
+def install_cell(url: str | None = None) -> nbformat.NotebookNode:
+    """The first code cell of every notebook: install normlib where it is missing (hidden in the book),
+    from ``url`` (default: ``repository.url``)."""
+    url = repository_url() if url is None else url
     source = (
         "# Opened on Colab, Binder or a JupyterHub? Install normlib from the book's repository.\n"
         "# Where normlib is already installed (make lab, the book's own .venv) this does nothing.\n"
@@ -131,7 +140,7 @@ def install_cell() -> nbformat.NotebookNode:
         "    import normlib\n"
         "except ModuleNotFoundError:\n"
         "    import subprocess, sys\n"
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "normlib[book] @ git+{repository_url()}"], check=True)\n'
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "normlib[book] @ git+{url}"], check=True)\n'
         "    import normlib"
     )
     cell = nbformat.v4.new_code_cell(source)
