@@ -1,0 +1,162 @@
+"""Sphinx extension of the book (both languages' builds, see tools/website.py): one language per page.
+
+- a switch in every page's header that leads to the same page in the other language's book
+  (``chapters/ko/06_family`` <-> ``chapters/en/06_family``; the glossary, search and index pages
+  to their namesakes), labelled in the page's language;
+- the link each chapter notebook opens with to its other-language notebook (for JupyterLab)
+  left out of the page: this build has no such page, and the header's switch leads there;
+- the glossary (one bilingual ``glossary.md``, the reference of every term) shown in the page's
+  language: the title and introduction of that language, the meaning column in that language;
+- the words myst-nb writes into a page that no catalogue translates (the collapsed cells'
+  "Show code cell source", "Toggle hidden content") in the page's language.
+
+The theme's own words come from Sphinx's and sphinx-book-theme's catalogues and, for what they
+lack, locale/<lang>/LC_MESSAGES/sphinx.po (``locale_dirs`` in _config.yml's ``languages:``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "site_templates"
+SWITCH = "language-switch.html"
+
+# What the switch says on a page of each language: the other book's name in its own language,
+# and, for screen readers, where it leads, in the page's language.
+SWITCH_TEXT = {
+    "ko": {"en": ("English", "이 페이지의 영어판")},
+    "en": {"ko": ("한국어", "This page in Korean")},
+}
+
+# myst-nb's words for a collapsed cell ({type} is source / content / output(s)).
+PROMPT_TYPES = {
+    "ko": {"source": "코드", "content": "코드 셀", "outputs": "출력", "output": "출력"},
+}
+BODY_WORDS = {
+    "ko": {'aria-label="Toggle hidden content"': 'aria-label="숨긴 내용 펼치기와 접기"'},
+}
+
+GLOSSARY = "glossary"
+
+
+def counterpart(docname: str, lang: str, other: str) -> str:
+    """The same page in the other language's book."""
+    prefix = f"chapters/{lang}/"
+    return f"chapters/{other}/{docname[len(prefix):]}" if docname.startswith(prefix) else docname
+
+
+def other_languages(app) -> list[str]:
+    return [other for other in SWITCH_TEXT.get(app.config.language, {})]
+
+
+def switch_href(pagename: str, lang: str, other: str) -> str:
+    """Relative URL from ``<out>/<lang>/<pagename>.html`` to ``<out>/<other>/<its page>.html``."""
+    up = "../" * (pagename.count("/") + 1)
+    return f"{up}{other}/{counterpart(pagename, lang, other)}.html"
+
+
+def add_switch(app, pagename, templatename, context, doctree) -> None:
+    lang = app.config.language
+    context["language_switches"] = [
+        {"href": switch_href(pagename, lang, other), "lang": other,
+         "text": SWITCH_TEXT[lang][other][0], "label": SWITCH_TEXT[lang][other][1]}
+        for other in other_languages(app)
+    ]
+    body = context.get("body")
+    if isinstance(body, str):
+        for english, translated in BODY_WORDS.get(lang, {}).items():
+            body = body.replace(english, translated)
+        for kind, word in PROMPT_TYPES.get(lang, {}).items():
+            body = body.replace(f">{kind} 보기<", f">{word} 보기<").replace(f">{kind} 숨기기<", f">{word} 숨기기<")
+        context["body"] = body
+
+
+def configure(app, config) -> None:
+    config.templates_path = [*config.templates_path, str(TEMPLATES)]
+    options = dict(config.html_theme_options or {})
+    end = list(options.get("article_header_end") or ["article-header-buttons.html"])
+    if SWITCH not in end:
+        end.insert(0, SWITCH)
+    options["article_header_end"] = end
+    config.html_theme_options = options
+
+
+# --- The glossary in one language ---------------------------------------------------------------
+
+ROW = re.compile(r"^\|(?P<ko>[^|]*)\|(?P<en>[^|]*)\|(?P<meaning>.*)\|\s*$")
+
+
+def glossary_in(text: str, lang: str) -> str:
+    """``glossary.md`` (title ``한국어 · English``, a Korean then an English paragraph, a table
+    whose meaning column is ``Korean · English``) as the page of one language."""
+    lines = text.splitlines()
+    out: list[str] = []
+    paragraphs_seen = 0
+    for line in lines:
+        if line.startswith("# "):
+            ko_title, _, en_title = line[2:].partition(" · ")
+            out.append("# " + (ko_title if lang == "ko" else en_title or ko_title))
+        elif line.startswith("|"):
+            match = ROW.match(line)
+            if not match:
+                out.append(line)
+                continue
+            ko, en, meaning = (match.group(g).strip() for g in ("ko", "en", "meaning"))
+            if set(ko) <= set("-: "):           # the separator row
+                out.append(line)
+                continue
+            ko_meaning, sep, en_meaning = meaning.partition(" · ")
+            said = (ko_meaning if lang == "ko" else en_meaning) if sep else meaning
+            if ko == "한국어":                    # the header row
+                ko, en, said = ("한국어", "영어", "뜻") if lang == "ko" else ("Korean", "English", "Meaning")
+            first, second = (ko, en) if lang == "ko" else (en, ko)
+            out.append(f"| {first} | {second} | {said} |")
+        elif line.strip():
+            # Prose paragraphs alternate: Korean, then English.
+            is_korean = bool(re.search(r"[\uac00-\ud7a3]", line))
+            paragraphs_seen += 1
+            if is_korean == (lang == "ko"):
+                out.append(line)
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def localise_source(app, docname, source) -> None:
+    if docname == GLOSSARY:
+        source[0] = glossary_in(source[0], app.config.language)
+    elif docname.endswith(".ipynb") or app.env.doc2path(docname).endswith(".ipynb"):
+        source[0] = without_other_language_link(source[0], app.config.language)
+
+
+# --- The notebooks' link to the other language ------------------------------------------------
+
+OTHER_NOTEBOOK = re.compile(r"^\s*\[[^\]]*\]\(\.\./(?P<lang>[a-z]{2})/[\w-]+\.ipynb\)\s*$")
+
+
+def without_other_language_link(text: str, lang: str) -> str:
+    """A chapter notebook opens with ``[English version →](../en/06_family.ipynb)`` (useful in
+    JupyterLab; tools/build_chapters.py writes it). This build has no such page, and the label is
+    in the other language: the page drops the line, the header's switch leads there instead."""
+    notebook = json.loads(text)
+    changed = False
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "markdown":
+            continue
+        lines = cell["source"] if isinstance(cell["source"], list) else cell["source"].splitlines(True)
+        kept = [line for line in lines
+                if not ((m := OTHER_NOTEBOOK.match(line)) and m.group("lang") != lang)]
+        if len(kept) != len(lines):
+            cell["source"] = kept
+            changed = True
+    return json.dumps(notebook, ensure_ascii=False) if changed else text
+
+
+def setup(app):
+    app.connect("config-inited", configure)
+    app.connect("source-read", localise_source)
+    app.connect("html-page-context", add_switch)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
