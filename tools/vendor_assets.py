@@ -14,6 +14,7 @@ and a bare Linux machine has no Korean font. This file
      ``widgets/html-manager/embed-amd.js`` with the icon fonts it requests (only pages whose
      notebook stores widget state load these);
    - ``fonts/`` NanumGothic (Hangul only, regular and bold) and ``nanum-gothic.css`` (ours);
+   - ``print.css`` (ours): the pages on paper, linked with media="print";
 
 3. as a Sphinx extension (``sphinx: local_extensions:`` in _config.yml), does 1 and 2 at the start
    of every build and points ``mathjax_path``, ``nb_ipywidgets_js`` and ``html_css_files`` at the
@@ -49,6 +50,7 @@ WIDGETS_SETUP = "offline/widgets/widgets-setup.js"
 REQUIREJS = "offline/widgets/require.js"
 WIDGETS_EMBED = "offline/widgets/html-manager/embed-amd.js"
 FONT_CSS = "offline/nanum-gothic.css"
+PRINT_CSS = "offline/print.css"
 # Where a widget module that embed-amd.js does not contain would be looked up, relative to
 # widgets-setup.js's baseUrl: on this host, never a CDN. Only built-in widgets are vendored.
 THIRD_PARTY_WIDGETS = "third-party/"
@@ -77,6 +79,7 @@ FROM_NPM: list[tuple[str, list[str], str]] = [
 FROM_OWN: list[tuple[str, str]] = [
     ("widgets-setup.js", "widgets"),
     ("nanum-gothic.css", "."),
+    ("print.css", "."),
 ]
 PACKAGES = ["mathjax", "requirejs", "@jupyter-widgets/html-manager", "@fontsource/nanum-gothic"]
 
@@ -134,7 +137,7 @@ def _versions() -> str:
     for name in PACKAGES:
         meta = json.loads((NODE_MODULES / name / "package.json").read_text(encoding="utf-8"))
         lines.append(f"  {name}@{meta['version']}  license: {meta.get('license', '?')}")
-    lines.append("Ours (tools/offline_book/): widgets/widgets-setup.js, nanum-gothic.css")
+    lines.append("Ours (tools/offline_book/): widgets/widgets-setup.js, nanum-gothic.css, print.css")
     return "\n".join(lines) + "\n"
 
 
@@ -218,7 +221,8 @@ def _configure(app, config) -> None:
         # No data-jupyter-widgets-cdn-only: its mere presence switches CDN-only mode on.
         WIDGETS_EMBED: {"data-jupyter-widgets-cdn": THIRD_PARTY_WIDGETS},
     }
-    config.html_css_files = [*config.html_css_files, FONT_CSS]
+    # The print stylesheet last, after the theme's: it overrides the theme on paper.
+    config.html_css_files = [*config.html_css_files, FONT_CSS, (PRINT_CSS, {"media": "print"})]
     if ASSETS.name not in config.html_static_path:
         config.html_static_path = [*config.html_static_path, ASSETS.name]
     logger.info(f"offline book: {size_report()}")
