@@ -7,8 +7,8 @@
   left out of the page: this build has no such page, and the header's switch leads there;
 - the glossary (one bilingual ``glossary.md``, the reference of every term) shown in the page's
   language: the title and introduction of that language, the meaning column in that language;
-- the words myst-nb writes into a page that no catalogue translates (the collapsed cells'
-  "Show code cell source", "Toggle hidden content") in the page's language.
+- the words other packages write into a page without a catalogue (myst-nb's "Show code cell
+  source", sphinx-book-theme's aria-label="Main") looked up in the page language's catalogue.
 
 The theme's own words come from Sphinx's and sphinx-book-theme's catalogues and, for what they
 lack, locale/<lang>/LC_MESSAGES/sphinx.po (``locale_dirs`` in _config.yml's ``languages:``).
@@ -16,12 +16,16 @@ lack, locale/<lang>/LC_MESSAGES/sphinx.po (``locale_dirs`` in _config.yml's ``la
 
 from __future__ import annotations
 
+import gettext
 import json
 import re
 from pathlib import Path
 
+from sphinx.locale import _
+
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "site_templates"
+STATIC = TEMPLATES / "static"            # site.css: the switch's place in the header
 SWITCH = "language-switch.html"
 
 # What the switch says on a page of each language: the other book's name in its own language,
@@ -31,13 +35,36 @@ SWITCH_TEXT = {
     "en": {"ko": ("한국어", "This page in Korean")},
 }
 
-# myst-nb's words for a collapsed cell ({type} is source / content / output(s)).
-PROMPT_TYPES = {
-    "ko": {"source": "코드", "content": "코드 셀", "outputs": "출력", "output": "출력"},
-}
-BODY_WORDS = {
-    "ko": {'aria-label="Toggle hidden content"': 'aria-label="숨긴 내용 펼치기와 접기"'},
-}
+# Words other packages write into a page in English only, not through a catalogue: sphinx-book-theme's
+# sidebar and print outline (aria-label), myst-nb's collapsed cells. Each is looked up in the page
+# language's catalogue (locale/<lang>/LC_MESSAGES/sphinx.po) as the page is written.
+FIXED_ATTRIBUTES = ["Main", "Page", "Toggle hidden content"]
+FIXED_TEXTS = [f"{verb} code cell {kind}" for verb in ("Show", "Hide")
+               for kind in ("source", "content", "output", "outputs")]
+
+
+def fixed_words() -> dict[str, str]:
+    words = {f'aria-label="{w}"': f'aria-label="{_(w)}"' for w in FIXED_ATTRIBUTES}
+    words.update({f">{w}<": f">{_(w)}<" for w in FIXED_TEXTS})
+    return {english: said for english, said in words.items() if english != said}
+
+
+def translate_fixed_words(app) -> None:
+    if getattr(app.builder, "format", "") != "html":
+        return
+    words = fixed_words()
+    if not words:
+        return
+    render = app.builder.templates.render
+
+    def rendered(template: str, context: dict) -> str:
+        page = render(template, context)
+        for english, said in words.items():
+            page = page.replace(english, said)
+        return page
+
+    app.builder.templates.render = rendered
+
 
 GLOSSARY = "glossary"
 
@@ -65,23 +92,41 @@ def add_switch(app, pagename, templatename, context, doctree) -> None:
          "text": SWITCH_TEXT[lang][other][0], "label": SWITCH_TEXT[lang][other][1]}
         for other in other_languages(app)
     ]
-    body = context.get("body")
-    if isinstance(body, str):
-        for english, translated in BODY_WORDS.get(lang, {}).items():
-            body = body.replace(english, translated)
-        for kind, word in PROMPT_TYPES.get(lang, {}).items():
-            body = body.replace(f">{kind} 보기<", f">{word} 보기<").replace(f">{kind} 숨기기<", f">{word} 숨기기<")
-        context["body"] = body
 
 
 def configure(app, config) -> None:
-    config.templates_path = [*config.templates_path, str(TEMPLATES)]
+    # Ours first: two of sphinx-book-theme's buttons are re-written with translated titles.
+    config.templates_path = [str(TEMPLATES), *config.templates_path]
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
     options = dict(config.html_theme_options or {})
     end = list(options.get("article_header_end") or ["article-header-buttons.html"])
     if SWITCH not in end:
         end.insert(0, SWITCH)
     options["article_header_end"] = end
+    # Jupyter Book sets this English text itself (not through a catalogue).
+    options["search_bar_text"] = str(_("Search this book..."))
     config.html_theme_options = options
+
+
+def theme_words_first(app) -> None:
+    """sphinx-book-theme's words (its "booktheme" catalogue) from the project's catalogue first.
+
+    Sphinx compiled locale/<lang>/LC_MESSAGES/sphinx.po to sphinx.mo when it started and puts it
+    before its own and pydata-sphinx-theme's words; the book theme's catalogue is separate, and
+    its Korean is partly machine-made ("By" -> "으로"), so the same file goes in front of it."""
+    from sphinx import locale
+
+    key = ("general", "booktheme")
+    for folder in app.config.locale_dirs:
+        mo = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES", "sphinx.mo")
+        if mo.exists():
+            with mo.open("rb") as handle:
+                ours = gettext.GNUTranslations(handle)
+            theirs = locale.translators.get(key)
+            if theirs is not None:
+                ours.add_fallback(theirs)
+            locale.translators[key] = ours
+            return
 
 
 # --- The glossary in one language ---------------------------------------------------------------
@@ -157,6 +202,9 @@ def without_other_language_link(text: str, lang: str) -> str:
 
 def setup(app):
     app.connect("config-inited", configure)
+    app.connect("builder-inited", theme_words_first)
+    app.connect("builder-inited", translate_fixed_words)
+    app.add_css_file("site.css")
     app.connect("source-read", localise_source)
     app.connect("html-page-context", add_switch)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
