@@ -1,0 +1,114 @@
+"""The guide for teachers, a page in each language's book (chapters/ko/teachers.md,
+chapters/en/teachers.md): every command it names exists, every path it names is in the repository
+or is one the classroom writes (git-ignored), its links stay inside its own language's book, and
+the two pages name the same commands and link the same chapters."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from helpers import ROOT, has_hangul
+
+LANGS = ("ko", "en")
+PAGES = {lang: ROOT / "chapters" / lang / "teachers.md" for lang in LANGS}
+MAKE = re.compile(r"\bmake ([a-z][a-z0-9-]*)")
+CODE = re.compile(r"`([^`\n]+)`")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FILE_SUFFIX = re.compile(r"\w\.(py|yml|yaml|md|csv|db|ipynb|txt|html)$")
+# What the brief of issue 19 asks the guide to cover, by command
+COURSE_COMMANDS = {"assignments-release", "autograde", "feedback", "lab-teacher", "assignments", "repository", "book"}
+
+
+def text(lang: str) -> str:
+    return PAGES[lang].read_text(encoding="utf-8")
+
+
+def make_targets() -> set[str]:
+    return set(re.findall(r"^([\w.-]+)\s*:(?!=)", (ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE))
+
+
+def commands(page: str) -> set[str]:
+    return set(MAKE.findall(page))
+
+
+def paths(page: str) -> set[str]:
+    """Inline code that names a file or folder: with a slash, or a file name with a known suffix."""
+    found = set()
+    for span in CODE.findall(page):
+        span = span.strip()
+        if " " in re.sub(r"<[^>]*>", "", span) or span.startswith(("/", "#")) or "://" in span:
+            continue
+        if span.startswith(".") and "/" not in span:     # a suffix (.ipynb) or .venv
+            continue
+        if "/" in span or FILE_SUFFIX.search(span):
+            found.add(span)
+    return found
+
+
+def ignored(path: str) -> bool:
+    """Whether git ignores ``path`` (a file the classroom writes: release/, submitted/, grades.csv …)."""
+    try:
+        return subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT).returncode == 0
+    except OSError:
+        pytest.skip("git is not installed")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_make_command_is_a_target(lang):
+    named = commands(text(lang))
+    assert named, "the guide names no make command"
+    assert named - make_targets() == set(), f"not Makefile targets: {sorted(named - make_targets())}"
+    assert COURSE_COMMANDS <= named, f"the guide does not say how to run: {sorted(COURSE_COMMANDS - named)}"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_path_exists_or_is_written_by_the_classroom(lang):
+    missing = []
+    for path in sorted(paths(text(lang))):
+        concrete = path.split("<")[0]          # assignments/submitted/<student id>/… : the folder before
+        if not (ROOT / concrete).exists() and not ignored(concrete):
+            missing.append(path)
+    assert not missing, f"paths that are neither in the repository nor written by the classroom: {missing}"
+
+
+def test_the_path_check_sees_a_wrong_path():
+    assert paths("see `assignments/sources/`, `tools/classroom.py`, `grades.csv`, `.github/x.yml`, `a/<b c>/`, "
+                 "not `x y/z`, `.ipynb`") == {
+        "assignments/sources/", "tools/classroom.py", "grades.csv", ".github/x.yml", "a/<b c>/"}
+    assert not (ROOT / "assignments/sources/").exists() and not ignored("assignments/sources")
+    assert ignored("assignments/grades.csv") and ignored("assignments/submitted/")
+    assert commands("`make autograde FORCE=1`와 make assignments-release로") == {"autograde", "assignments-release"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_links_stay_in_the_same_language_book(lang):
+    page = text(lang)
+    links = LINK.findall(page)
+    local = [link for link in links if "://" not in link]
+    assert local, "the guide links no chapter"
+    for link in local:
+        target = link.split("#")[0]
+        assert "/" not in target, f"{link}: link a page of chapters/{lang}/ by its file name"
+        assert target.endswith((".ipynb", ".md")) and (PAGES[lang].parent / target).is_file(), link
+    assert "README" not in " ".join(links)
+
+
+def test_both_pages_name_the_same_commands_and_chapters():
+    ko, en = text("ko"), text("en")
+    assert commands(ko) == commands(en)
+    assert sorted(link for link in LINK.findall(ko) if "://" not in link) == \
+        sorted(link for link in LINK.findall(en) if "://" not in link)
+    for lang in LANGS:
+        assert "_config.yml" in text(lang) and "launch_buttons.jupyterhub_url" in text(lang)
+        assert "repository.url" in text(lang) and ".github/workflows/deploy-book.yml" in text(lang)
+
+
+def test_the_korean_page_is_written_in_korean():
+    """Every paragraph, list item and table row outside code has Hangul."""
+    page = re.sub(r"```.*?```", "", text("ko"), flags=re.DOTALL)
+    lines = [line for line in page.splitlines() if line.strip() and not re.fullmatch(r"\|[-| ]+\|", line.strip())]
+    english = [line for line in lines if not has_hangul(CODE.sub("", line))]
+    assert not english, english
