@@ -10,6 +10,7 @@ measure the built site in Chromium (tools/search_recall.py):
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -22,10 +23,19 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A browser that leaves a page before a reply ends (a search summary still loading) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @contextmanager
 def serve(directory: Path):
     """``directory`` over HTTP on 127.0.0.1 at a free port, while the block runs; yields its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(directory)))
+    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(directory)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,0 +1,75 @@
+"""The built site's search in headless Chromium, as a reader uses it: each query is typed into the
+search box of a book's search.html and Enter pressed; the result links are counted.
+
+- Every Korean query (tools/search_recall.py's KOREAN_QUERIES: 정규화, 분산, 이동 평균, 배치 크기,
+  층, ...) lists every Korean chapter page whose article text holds it, whatever particle or
+  ending is attached (recall 100%), and lists only pages of the Korean book.
+- Every English query does the same in the English book.
+- The Korean book's search page runs the Korean split (tools/korean_search.py); no request leaves
+  127.0.0.1.
+
+`python -m tools.search_recall SITE_DIR` prints the same measurement as a table. The split
+itself, without a browser: tests/test_korean_search.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.korean_search import JS_SPLITTER
+from tools.local_site import isolated_context, serve
+from tools.search_recall import ENGLISH_QUERIES, KOREAN_QUERIES, book_of, search_row
+
+pytestmark = pytest.mark.browser      # and so slow (tests/conftest.py)
+
+
+@pytest.fixture(scope="module")
+def search(browser, offline_site):
+    """search(lang, query) -> Row (tools/search_recall.py), each typed once per module; and the
+    requests made to other hosts (aborted)."""
+    seen: list[str] = []
+    with serve(offline_site) as url:
+        context = isolated_context(browser, url, seen)
+        page = context.new_page()
+        cache = {}
+
+        def run(lang: str, query: str):
+            if (lang, query) not in cache:
+                cache[lang, query] = search_row(page, url, book_of(offline_site, lang), query)
+            return cache[lang, query]
+
+        run.seen = seen
+        yield run
+        context.close()
+
+
+def check(row, lang: str):
+    assert row.holding, f"{row.query!r} is in no {lang} chapter any more: change the query list"
+    assert not row.missed, (f"{row.query!r}: the search lists {len(row.holding) - len(row.missed)} of the "
+                            f"{len(row.holding)} chapters holding it; missed {row.missed}; listed {row.found}")
+    other = "en" if lang == "ko" else "ko"
+    strays = [d for d in row.found if d.startswith("../") or d.startswith(f"chapters/{other}/")]
+    assert not strays, f"{row.query!r} lists pages outside the {lang} book: {strays}"
+
+
+@pytest.mark.parametrize("query", KOREAN_QUERIES)
+def test_a_korean_query_finds_every_korean_chapter_holding_it(search, query):
+    check(search("ko", query), "ko")
+
+
+@pytest.mark.parametrize("query", ENGLISH_QUERIES)
+def test_an_english_query_finds_every_english_chapter_holding_it(search, query):
+    check(search("en", query), "en")
+
+
+def test_the_korean_search_page_splits_korean(offline_site):
+    ko = (offline_site / "ko" / "_static" / "language_data.js").read_text(encoding="utf-8")
+    en = (offline_site / "en" / "_static" / "language_data.js").read_text(encoding="utf-8")
+    assert JS_SPLITTER.strip() in ko, "the Korean book was built without tools/korean_search.py"
+    assert JS_SPLITTER.strip() not in en
+
+
+def test_searching_asks_no_other_host(search):
+    search("ko", KOREAN_QUERIES[0])
+    search("en", ENGLISH_QUERIES[0])
+    assert not search.seen, f"requests to other hosts: {search.seen[:5]}"

@@ -1,0 +1,232 @@
+"""How well the built book's search finds its own words, measured in headless Chromium.
+
+For each query: the chapter pages whose article text holds it (every word of the query, in order,
+with or without the space between them, whatever particle or ending follows: 정규화 is held by
+"정규화는" and "정규화된"), and the pages the book's search lists when the query is typed into
+its search page's box and Enter is pressed. Recall is the share of the pages holding the query
+that the search lists.
+
+    python -m tools.search_recall SITE_DIR                      # Korean and English tables
+    python -m tools.search_recall SITE_DIR --before OLD_SITE    # the same queries on an older build too
+
+SITE_DIR is a built site: either the two-book layout of tools/website.py (SITE_DIR/ko/search.html,
+SITE_DIR/ko/chapters/ko/*.html, the same under en/) or the older single book holding both
+languages (SITE_DIR/search.html, SITE_DIR/chapters/ko/*.html). The site is served on 127.0.0.1
+and the browser reaches no other host. tests/test_search.py asserts the same measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from bs4 import BeautifulSoup
+
+from tools.local_site import isolated_context, serve
+
+KOREAN_QUERIES = ["정규화", "분산", "평균", "이동 평균", "역전파", "기울기", "모멘텀", "배치 크기", "채널",
+                  "표준편차", "통계", "특성", "샘플", "학습", "추론", "층", "매개변수", "잔차 연결", "합성곱"]
+ENGLISH_QUERIES = ["normalization", "variance", "running mean", "backward", "gradient", "momentum",
+                   "batch size", "channel", "standard deviation", "statistics", "feature", "residual"]
+QUERIES = {"ko": KOREAN_QUERIES, "en": ENGLISH_QUERIES}
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+
+# searchtools.js writes a summary line when it has listed every result (or found none).
+SEARCH_DONE = """() => {
+  const status = document.querySelector('#search-results .search-summary');
+  return status !== null && status.textContent.trim().length > 0;
+}"""
+
+
+@dataclass(frozen=True)
+class Book:
+    """One language's book in a built site: the folder holding its search.html."""
+    site: Path
+    root: Path
+    lang: str
+
+    @property
+    def path(self) -> str:
+        """The book's folder under the site, as in a URL: "ko/" or ""."""
+        rel = self.root.relative_to(self.site).as_posix()
+        return "" if rel == "." else rel + "/"
+
+    def chapters(self) -> list[str]:
+        """The docnames of the chapter pages (chapters/ko/03_batchnorm), not the bibliography."""
+        folder = self.root / "chapters" / self.lang
+        return sorted(f"chapters/{self.lang}/{p.stem}" for p in folder.glob("[0-9]*.html"))
+
+
+def book_of(site: Path, lang: str) -> Book:
+    """The book of ``lang`` in ``site``: ``site/lang`` in the two-book layout, else ``site``."""
+    site = Path(site).resolve()
+    root = site / lang if (site / lang / "search.html").exists() else site
+    if not (root / "search.html").exists():
+        raise SystemExit(f"no search.html in {site / lang} nor in {site}: is {site} a built site?")
+    return Book(site, root, lang)
+
+
+@cache
+def article_text(page: Path) -> str:
+    """The text of a built page's article, as a reader sees it (scripts and styles left out)."""
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    article = soup.find("article") or soup
+    for tag in article.find_all(["script", "style"]):
+        tag.decompose()
+    return article.get_text(" ")
+
+
+def holds(text: str, query: str) -> bool:
+    """Whether ``text`` holds the words of ``query`` in order, with or without spaces between them,
+    ignoring case. Anything may follow (정규화는, channels); Hangul may also come before (배치정규화),
+    a Latin letter may not (the English query "mean" is not held by "semantic")."""
+    words = [re.escape(w) for w in query.split()]
+    return re.search(r"(?<![A-Za-z])" + r"\s*".join(words), text, re.IGNORECASE) is not None
+
+
+def pages_holding(book: Book, query: str) -> list[str]:
+    return [d for d in book.chapters() if holds(article_text(book.root / f"{d}.html"), query)]
+
+
+def typed_search(page, search_url: str, query: str, timeout_ms: int = 20_000) -> list[str]:
+    """Type ``query`` into the search box of ``search_url`` and press Enter, as a reader does; return
+    the links of the results (absolute URLs, anchors dropped), in the order listed. A page already
+    showing results of that search page is reused: its box is cleared first."""
+    if not page.url.startswith(search_url):
+        page.goto(search_url, wait_until="load")
+    box = page.locator(".bd-search-container input[name=q]").first
+    box.fill("")
+    box.press_sequentially(query)
+    with page.expect_navigation(timeout=timeout_ms):
+        box.press("Enter")
+    page.wait_for_function(SEARCH_DONE, timeout=timeout_ms)
+    hrefs = page.eval_on_selector_all("#search-results ul.search li > a", "links => links.map(a => a.href)")
+    return [h.split("#")[0] for h in hrefs]
+
+
+def docnames_of(book: Book, base_url: str, hrefs: list[str]) -> list[str]:
+    """Result URLs as docnames of ``book`` (chapters/ko/03_batchnorm), each once, in order; a link
+    outside the book keeps its path with a leading "../"."""
+    prefix = urlsplit(urljoin(base_url + "/", book.path)).path
+    out: list[str] = []
+    for href in hrefs:
+        path = urlsplit(href).path
+        name = path[len(prefix):] if path.startswith(prefix) else "../" + path.lstrip("/")
+        name = name.removesuffix(".html")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+@dataclass
+class Row:
+    query: str
+    lang: str
+    holding: list[str]       # chapter pages whose text holds the query
+    found: list[str]         # pages the search lists (any page)
+
+    @property
+    def missed(self) -> list[str]:
+        return [d for d in self.holding if d not in self.found]
+
+    @property
+    def others(self) -> list[str]:
+        """Pages listed that are not chapters holding the query (the glossary, a bigram's false match)."""
+        return [d for d in self.found if d not in self.holding]
+
+
+def search_row(page, base_url: str, book: Book, query: str) -> Row:
+    """``query`` typed into ``book``'s search page in ``page`` (a Playwright page) and the chapters
+    holding it; ``base_url`` is the site's URL."""
+    hrefs = typed_search(page, f"{base_url}/{book.path}search.html", query)
+    return Row(query, book.lang, pages_holding(book, query), docnames_of(book, base_url, hrefs))
+
+
+def measure(context, base_url: str, book: Book, queries: list[str]) -> list[Row]:
+    """One Row per query, in a new page of ``context`` (a Playwright browser context)."""
+    page = context.new_page()
+    rows = [search_row(page, base_url, book, q) for q in queries]
+    page.close()
+    return rows
+
+
+def short(docname: str, lang: str) -> str:
+    """chapters/ko/03_batchnorm -> 03 in the Korean table; chapters/en/03_batchnorm -> en/03 there."""
+    folder, _, name = docname.rpartition("/")
+    if folder.startswith("chapters/"):
+        name = name.split("_")[0]
+        return name if folder == f"chapters/{lang}" else f"{folder.removeprefix('chapters/')}/{name}"
+    return docname
+
+
+def cells(r: Row) -> list[str]:
+    found = f"{len(r.holding) - len(r.missed)}/{len(r.holding)}"
+    if r.missed:
+        found += " (missed " + " ".join(short(d, r.lang) for d in r.missed) + ")"
+    return [found, " ".join(short(d, r.lang) for d in r.others) or "-"]
+
+
+def table(rows: list[Row], before: list[Row] | None = None) -> str:
+    """A Markdown table: per query, the chapter pages holding it, how many of them the search found,
+    and which other pages it listed; the same for ``before`` (an older build) when given."""
+    head = ["query", "chapters holding it", "found", "other pages listed"]
+    if before:
+        head += ["found before", "other pages listed before"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, r in enumerate(rows):
+        row = [r.query, f"{len(r.holding)} ({' '.join(short(d, r.lang) for d in r.holding)})"] + cells(r)
+        if before:
+            row += cells(before[i])
+        lines.append("| " + " | ".join(row) + " |")
+
+    def total(rs):
+        pairs = sum(len(r.holding) for r in rs)
+        return [f"{pairs - sum(len(r.missed) for r in rs)}/{pairs}", f"{sum(len(r.others) for r in rs)} listings"]
+
+    row = [f"all {len(rows)} queries", f"{sum(len(r.holding) for r in rows)} pairs"] + total(rows)
+    if before:
+        row += total(before)
+    return "\n".join(lines + ["| " + " | ".join(row) + " |"])
+
+
+def run(sites: list[Path], langs: list[str]) -> dict[tuple[int, str], list[Row]]:
+    """Measure every language of every site in one Chromium; keys are (index of the site, lang)."""
+    from playwright.sync_api import sync_playwright
+
+    results = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        for i, site in enumerate(sites):
+            with serve(site) as url:
+                context = isolated_context(browser, url)
+                for lang in langs:
+                    results[i, lang] = measure(context, url, book_of(site, lang), QUERIES[lang])
+                context.close()
+        browser.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("site", type=Path, help="a built site (the folder with index.html)")
+    parser.add_argument("--before", type=Path, help="an older build of the site, measured the same way")
+    parser.add_argument("--lang", choices=sorted(QUERIES), action="append", help="default: both")
+    args = parser.parse_args(argv)
+    langs = args.lang or ["ko", "en"]
+    sites = [args.site] + ([args.before] if args.before else [])
+    results = run(sites, langs)
+    for lang in langs:
+        print(f"\n{lang}: {book_of(args.site, lang).root}" + (f" (before: {book_of(args.before, lang).root})" if args.before else ""))
+        print(table(results[0, lang], results.get((1, lang))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
