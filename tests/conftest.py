@@ -11,8 +11,10 @@ notebooks carries a marker, given here by module (MODULE_MARKERS) and, for nbval
 
     notebooks    nbval's items (each chapter notebook re-executed in a fresh kernel) and
                  test_perturbed_numerics.py (the notebooks re-executed under other numerics)
-    book         test_book.py, test_offline_book.py (build the book with -W, read the HTML)
-    browser      test_browser.py (the built book in headless Chromium)
+    book         test_book.py, test_site.py, test_offline_book.py, and any test taking the
+                 built_site fixture (build the site with -W as make book does, read the HTML)
+    browser      test_browser.py, test_search.py, test_accessibility.py, test_print.py, and any
+                 test taking the browser fixture (the built site in headless Chromium)
     classroom    test_assignments.py, test_classroom_shell.py (the nbgrader CLI: release,
                  validate, autograde, feedback; nbgrader from a plain shell)
     distributed  test_distributed.py (synchronized BatchNorm across real gloo processes)
@@ -49,8 +51,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 MODULE_MARKERS = {
     "test_book": ("book",),
+    "test_site": ("book",),
     "test_offline_book": ("book",),
     "test_browser": ("browser",),
+    "test_search": ("browser",),
+    "test_accessibility": ("browser",),
+    "test_print": ("browser",),
     "test_assignments": ("classroom",),
     "test_classroom_shell": ("classroom",),
     "test_distributed": ("distributed",),
@@ -68,10 +74,17 @@ def groups_of(item) -> tuple[str, ...]:
     return MODULE_MARKERS.get(path.stem, ())
 
 
+# A test that takes one of these fixtures is in that group wherever it lives.
+FIXTURE_MARKERS = {"built_site": "book", "offline_site": "book", "browser": "browser"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for name in groups_of(item):
             item.add_marker(name)
+        for fixture, name in FIXTURE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(name)
         if HEAVY & {m.name for m in item.iter_markers()}:
             item.add_marker("slow")
 
@@ -82,40 +95,39 @@ def seeded():
     yield
 
 
-# --- The HTML book (tests/test_book.py, test_offline_book.py, test_browser.py) ----------------
+# --- The HTML site (tests/test_book.py, test_offline_book.py, test_browser.py, test_search.py, ...) ---
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory) -> Path:
-    """The book built once per session with -W, as `make book` does, into a temporary folder.
+def built_site(tmp_path_factory) -> Path:
+    """The site built once per session as `make book` builds it (tools/website.py: one book per
+    language with -W, index.html, ko/, en/), into a temporary folder.
 
-    The build vendors the browser assets itself (tools/vendor_assets.py is a Sphinx extension of
-    the book: npm ci when node_modules is missing or stale, then the copy into book_assets/)."""
-    jb = Path(sys.executable).parent / "jupyter-book"
-    if not jb.exists():
-        pytest.fail(f"jupyter-book is not installed next to {sys.executable}; run the README's setup")
-    out = tmp_path_factory.mktemp("book")
+    The builds vendor the browser assets themselves (tools/vendor_assets.py is a Sphinx extension
+    of the book: npm ci when node_modules is missing or stale, then the copy into book_assets/)."""
+    tmp = tmp_path_factory.mktemp("site")
+    out, work = tmp / "html", tmp / "work"
     result = subprocess.run(
-        [str(jb), "build", str(ROOT), "--builder", "html", "-W", "--keep-going", "--path-output", str(out)],
-        capture_output=True, text=True, timeout=600, check=False,
+        [sys.executable, "-m", "tools.website", "--out", str(out), "--work", str(work)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )
     if result.returncode != 0:
-        pytest.fail("jupyter-book build -W failed:\n" + result.stdout[-4000:] + result.stderr[-4000:])
-    return out / "_build" / "html"
+        pytest.fail("make book's build (tools/website.py, -W) failed:\n" + result.stdout[-6000:] + result.stderr[-4000:])
+    return out
 
 
 @pytest.fixture(scope="session")
-def offline_book(built_book) -> Path:
-    """The built book, provided its browser assets were vendored (npm was available).
+def offline_site(built_site) -> Path:
+    """The built site, provided its browser assets were vendored (npm was available).
 
     Without npm the book falls back to CDNs by design; then the offline tests skip on a
     developer's machine and fail on CI (CI=true), where npm is expected."""
-    if not (built_book / "_static" / "offline" / "VENDORED.txt").exists():
+    if not all((built_site / lang / "_static" / "offline" / "VENDORED.txt").exists() for lang in ("ko", "en")):
         msg = ("the book's browser assets were not vendored (npm missing or npm ci failed; see the "
                "build output), so the book loads MathJax, require.js and the widget manager from CDNs")
         if running_in_ci():
             pytest.fail(msg)
         pytest.skip(msg)
-    return built_book
+    return built_site
 
 
 @pytest.fixture(scope="session")

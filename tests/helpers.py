@@ -30,7 +30,6 @@ from typing import Callable, Optional
 
 import pytest
 import torch
-import yaml
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,13 +105,15 @@ def assert_close_elementwise(ours: torch.Tensor, ref: torch.Tensor, allowance, w
 
 # --- The book ------------------------------------------------------------------------------------
 
-def toc_docnames() -> list[str]:
-    """Every page of _toc.yml, root first, in the order of the table of contents."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [c["file"] for c in part.get("chapters", [])]
-    return files
+def site_pages() -> list[str]:
+    """Every page of the site as ``<lang>/<docname>`` (``ko/chapters/ko/06_family``): each
+    language's book (tools/website.py, from _config.yml's languages and _toc.yml), root first, in
+    the order of its table of contents. The HTML file is ``<site>/<lang>/<docname>.html``."""
+    from tools.website import CONFIG, TOC, language_toc, languages, load, toc_files
+
+    config, toc = load(CONFIG), load(TOC)
+    langs = languages(config)
+    return [f"{lang}/{f}" for lang in langs for f in toc_files(language_toc(toc, lang, langs))]
 
 
 def running_in_ci() -> bool:

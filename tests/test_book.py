@@ -1,6 +1,6 @@
-"""The book builds with Jupyter Book 1 with warnings treated as errors, and every page in the
-table of contents comes out as HTML, with what the reader should find in it. (The `built_book`
-fixture is in conftest.py, shared with test_offline_book.py and test_browser.py.)
+"""The site builds as `make book` builds it (tools/website.py: one Jupyter Book 1 per language, with
+warnings treated as errors), and every page of each language's table of contents comes out as
+HTML, with what the reader should find in it. (The `built_site` fixture is in conftest.py.)
 
 What each page's text says is checked where it is written: captions, alt text and the link to the
 other language in test_chapter_sources.py and test_notebooks.py. Here: that it reaches the HTML.
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from helpers import ROOT, toc_docnames
+from helpers import ROOT, site_pages
 
 OUTPUT_IMAGE = re.compile(r'<img [^>]*src="[^"]*_images/[^"]*"[^>]*>')
 ALT = re.compile(r'\balt="([^"]*)"')
@@ -31,31 +31,35 @@ def article(html: str) -> str:
     return html[start:html.index("</article>", start)]
 
 
-def test_every_toc_page_is_built(built_book):
-    for f in toc_docnames():
-        page = built_book / f"{f}.html"
+def test_every_toc_page_is_built(built_site):
+    for f in site_pages():
+        page = built_site / f"{f}.html"
         assert page.exists(), f"{page} missing"
         assert page.stat().st_size > 1000
 
 
-def chapter_pages(built_book):
-    """The chapters' pages: one per notebook (each language's references page is Markdown)."""
-    return sorted(p for p in (built_book / "chapters").glob("*/*.html") if p.with_suffix(".ipynb").name
-                  in {n.name for n in (ROOT / "chapters" / p.parent.name).glob("*.ipynb")})
+def chapter_pages(built_site):
+    """The chapters' pages, both books: one per notebook (references, index, teachers are Markdown)."""
+    return sorted(p for lang in ("ko", "en") for p in (built_site / lang / "chapters" / lang).glob("*.html")
+                  if (ROOT / "chapters" / lang / f"{p.stem}.ipynb").exists())
 
 
-def test_each_language_has_a_bibliography_page_that_the_chapters_cite(built_book):
+def chapter(built_site, lang: str, stem: str) -> Path:
+    return built_site / lang / "chapters" / lang / f"{stem}.html"
+
+
+def test_each_language_has_a_bibliography_page_that_the_chapters_cite(built_site):
     for lang, title in (("ko", "참고 문헌"), ("en", "References")):
-        page = (built_book / "chapters" / lang / "references.html").read_text(encoding="utf-8")
+        page = chapter(built_site, lang, "references").read_text(encoding="utf-8")
         assert title in page and "Ioffe" in page and "Szegedy" in page, f"{lang}/references.html"
-        cited = (built_book / "chapters" / lang / "03_batchnorm.html").read_text(encoding="utf-8")
+        cited = chapter(built_site, lang, "03_batchnorm").read_text(encoding="utf-8")
         assert 'href="references.html#' in cited, f"{lang}/03_batchnorm.html cites nothing in references.html"
 
 
-def test_chapter_pages_carry_their_outputs(built_book):
-    html = article((built_book / "chapters" / "en" / "03_batchnorm.html").read_text(encoding="utf-8"))
+def test_chapter_pages_carry_their_outputs(built_site):
+    html = article(chapter(built_site, "en", "03_batchnorm").read_text(encoding="utf-8"))
     assert "max abs difference normlib vs nn.BatchNorm1d" in html   # the stored outputs made it in
-    html_ko = article((built_book / "chapters" / "ko" / "03_batchnorm.html").read_text(encoding="utf-8"))
+    html_ko = article(chapter(built_site, "ko", "03_batchnorm").read_text(encoding="utf-8"))
     assert "배치 정규화" in html_ko and "이동 통계" in html_ko
 
 
@@ -81,10 +85,11 @@ def page_figures(html: str) -> list[tuple[str, str]]:
     return figures
 
 
-def test_every_chapter_page_has_math_and_the_figures_of_its_notebook_with_their_captions(built_book):
-    pages = chapter_pages(built_book)
-    expected = sorted(name for name in toc_docnames() if name.startswith("chapters/") and not name.endswith("/references"))
-    assert [f"chapters/{p.parent.name}/{p.stem}" for p in pages] == expected, [p.name for p in pages]
+def test_every_chapter_page_has_math_and_the_figures_of_its_notebook_with_their_captions(built_site):
+    pages = chapter_pages(built_site)
+    expected = sorted(name for name in site_pages()
+                      if (ROOT / (name.split("/", 1)[1] + ".ipynb")).exists())
+    assert sorted(str(p.relative_to(built_site).with_suffix("")) for p in pages) == expected, [p.name for p in pages]
     for page in pages:
         html = page.read_text(encoding="utf-8")
         name = f"{page.parent.name}/{page.name}"
@@ -98,12 +103,12 @@ def test_every_chapter_page_has_math_and_the_figures_of_its_notebook_with_their_
         assert not uncaptioned, f"{name}: figures without a caption: {uncaptioned}"
 
 
-def test_links_in_the_pages_lead_to_pages_of_the_book(built_book):
-    """Every relative link in a page's content (the other language's chapter, the glossary, ...)
-    points to a file of the built book."""
+def test_links_in_the_pages_lead_to_pages_of_the_book(built_site):
+    """Every relative link in a page's content (another chapter, the glossary, ...) points to a
+    file of the built site."""
     broken = []
-    for docname in toc_docnames():
-        page = built_book / f"{docname}.html"
+    for docname in site_pages():
+        page = built_site / f"{docname}.html"
         for href in LINK.findall(article(page.read_text(encoding="utf-8"))):
             target = htmllib.unescape(href).split("#")[0].split("?")[0]
             if not target or re.match(r"^[a-z][a-z0-9+.-]*:|^//", target, re.IGNORECASE):
@@ -113,27 +118,41 @@ def test_links_in_the_pages_lead_to_pages_of_the_book(built_book):
     assert not broken, "links to no page of the book:\n" + "\n".join(broken)
 
 
-def test_landing_page_offers_both_languages_and_the_glossary(built_book):
-    html = article((built_book / "index.html").read_text(encoding="utf-8"))
+def test_each_book_opens_on_its_chapters_and_glossary(built_site):
     for lang in ("ko", "en"):
-        for stem in ("01_why_normalize", "05_rmsnorm"):
-            assert f'href="chapters/{lang}/{stem}.html"' in html, (lang, stem)
-    assert 'href="glossary.html"' in html
-    glossary = article((built_book / "glossary.html").read_text(encoding="utf-8"))
+        html = article(chapter(built_site, lang, "index").read_text(encoding="utf-8"))
+        for stem in ("01_why_normalize", "05_rmsnorm", "11_without_norm"):
+            assert f'href="{stem}.html"' in html, (lang, stem)
+        assert 'href="../../glossary.html"' in html and 'href="teachers.html"' in html, lang
+        # the book's root redirects to its index
+        assert f"chapters/{lang}/index.html" in (built_site / lang / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_glossary_is_in_the_page_language(built_site):
+    """One glossary.md, two pages: the Korean page's title, introduction and meanings are Korean,
+    the English page's English; both pair every term."""
+    ko = article((built_site / "ko" / "glossary.html").read_text(encoding="utf-8"))
+    en = article((built_site / "en" / "glossary.html").read_text(encoding="utf-8"))
     for pair in (("모분산", "population variance"), ("스케일링과 이동", "scale and shift"), ("정규화", "normalization")):
-        assert all(word in glossary for word in pair), pair
+        assert all(word in ko for word in pair) and all(word in en for word in pair), pair
+    assert "<h1>용어집" in ko and "Glossary" not in ko and "The terms of the book" not in ko
+    assert "<h1>Glossary" in en and "용어집" not in en and "짝지었습니다" not in en
+    # the meaning column: a Korean meaning on the Korean page only, an English one on the English page only
+    assert "값들의 합을 개수로 나눈 것" in ko and "the sum of the values divided by their count" not in ko
+    assert "the sum of the values divided by their count" in en and "값들의 합을 개수로 나눈 것" not in en
 
 
-def test_every_chapter_page_offers_launch_buttons_and_its_ipynb(built_book):
+def test_every_chapter_page_offers_launch_buttons_and_its_ipynb(built_site):
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     repo = config["repository"]["url"].removeprefix("https://github.com/")
-    for page in chapter_pages(built_book):
+    for page in chapter_pages(built_site):
         html = page.read_text(encoding="utf-8")
-        notebook = f"chapters/{page.parent.name}/{page.stem}.ipynb"
+        lang = page.parent.name
+        notebook = f"chapters/{lang}/{page.stem}.ipynb"
         assert f'href="https://colab.research.google.com/github/{repo}/blob/main/{notebook}"' in html, page
         assert f"https://mybinder.org/v2/gh/{repo}/main?urlpath=lab/tree/{notebook}" in html, page
         # no JupyterHub entry unless a course sets its hub (tests/test_launch_menu.py)
         assert "/hub/user-redirect/git-pull" not in html, page
         download = f'href="../../_sources/{notebook}"'
         assert download in html, f"{page}: no download link to the .ipynb"
-        assert (built_book / "_sources" / notebook).exists()
+        assert (built_site / lang / "_sources" / notebook).exists()

@@ -6,7 +6,7 @@
   other hosts are recorded and aborted, so the test never depends on the network;
 - the math is typeset by MathJax (no math element left untypeset, no TeX left raw, no MathJax
   error; that chapter pages have math at all is test_book.py's, that they load the vendored
-  MathJax test_offline_book.py's);
+  MathJax test_offline_site.py's);
 - Korean text is drawn with the book's NanumGothic web font: the font is loaded, and Chromium
   (asked through the DevTools protocol which fonts it used for each element's text) drew every
   visible element holding Hangul with it, not with a font that has no Hangul (boxes);
@@ -15,7 +15,7 @@
   which-statistic slider change the picture shown.
 
 Only what needs a real browser is checked here; what can be read in the built HTML is in
-test_book.py and test_offline_book.py.
+test_book.py and test_offline_site.py.
 
 A full-page screenshot of each page is saved to test-artifacts/browser/. Chromium is the system's
 (/usr/bin/chromium, which .ci/run installs) driven by Python Playwright; `playwright install` is
@@ -31,19 +31,19 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import ROOT, hangul_without_nanum, toc_docnames
+from helpers import ROOT, hangul_without_nanum, site_pages
 from tools.local_site import isolated_context, serve
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 15_000
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-PAGES = toc_docnames()
+PAGES = site_pages() + ["index"]   # both books' pages (ko/chapters/ko/06_family, ...) and the landing page
 
 
 @pytest.fixture(scope="session")
-def book_url(offline_book):
+def book_url(offline_site):
     """The built book over HTTP on 127.0.0.1, a free port, for the whole session."""
-    with serve(offline_book) as url:
+    with serve(offline_site) as url:
         yield url
 
 
@@ -87,7 +87,7 @@ MEASURE = """async ({ hasWidgets }) => {
 
 
 @pytest.fixture(scope="session")
-def visit(browser, book_url, offline_book):
+def visit(browser, book_url, offline_site):
     """visit(docname) -> Visit, loading each page once per session."""
     context = isolated_context(browser, book_url)
     host = urlsplit(book_url).netloc
@@ -116,7 +116,7 @@ def visit(browser, book_url, offline_book):
         page.on("pageerror", lambda e: v.errors.append(f"uncaught: {e}"))
         page.on("console", lambda m: m.type == "error" and v.errors.append(
             f"console.error: {m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})"))
-        html = (offline_book / f"{docname}.html").read_text(encoding="utf-8")
+        html = (offline_site / f"{docname}.html").read_text(encoding="utf-8")
         page.goto(f"{book_url}/{docname}.html", wait_until="load")
         v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
         _, v.tofu = hangul_without_nanum(page, limit=400)
@@ -130,9 +130,9 @@ def visit(browser, book_url, offline_book):
 
 
 def screenshot_name(docname: str) -> str:
-    """chapters/ko/03_batchnorm -> ko_03_batchnorm; index -> index."""
+    """ko/chapters/ko/03_batchnorm -> ko_03_batchnorm; ko/glossary -> ko_glossary; index -> index."""
     parts = docname.split("/")
-    return "_".join(parts[1:] if parts[0] == "chapters" else parts)
+    return "_".join(parts[:1] + parts[3:] if parts[1:2] == ["chapters"] else parts)
 
 
 @pytest.mark.parametrize("docname", PAGES)
@@ -153,15 +153,15 @@ def test_page_loads_cleanly_from_its_own_host(visit, docname):
 def test_korean_pages_show_korean_text(visit):
     """The Korean chapters show Hangul, so test_page_loads_cleanly_from_its_own_host checks their
     font (it checks NanumGothic on every page that shows Hangul)."""
-    korean = [d for d in PAGES if d.startswith("chapters/ko/")]
+    korean = [d for d in PAGES if d.startswith("ko/chapters/ko/")]
     assert korean, "no Korean chapter in _toc.yml"
     for docname in korean:
         f = visit(docname).facts
         assert f["koreanText"] > 100, f"{docname}: hardly any Hangul on the page"
 
 
-def test_pages_with_widget_state_render_their_widgets(visit, offline_book):
-    with_state = [d for d in PAGES if WIDGET_STATE in (offline_book / f"{d}.html").read_text(encoding="utf-8")]
+def test_pages_with_widget_state_render_their_widgets(visit, offline_site):
+    with_state = [d for d in PAGES if WIDGET_STATE in (offline_site / f"{d}.html").read_text(encoding="utf-8")]
     if not with_state:
         pytest.skip("no page in _toc.yml stores Jupyter widget state yet")
     for docname in with_state:   # their errors and requests: test_page_loads_cleanly_from_its_own_host
@@ -183,9 +183,9 @@ def family_explorer(browser, book_url, lang):
     """The family chapter's static page (no kernel), scrolled to its explorer: yields (docname,
     page, explorer, problems). After the block, ``problems`` holds every request to another host
     and every JavaScript error the visit caused."""
-    docname = f"chapters/{lang}/06_family"
+    docname = f"{lang}/chapters/{lang}/06_family"
     if docname not in PAGES:
-        pytest.fail(f"{docname} is not in _toc.yml")
+        pytest.fail(f"{docname} is not in the {lang} book (_toc.yml)")
     foreign, errors = [], []
     context = isolated_context(browser, book_url, foreign)
     page = context.new_page()

@@ -152,7 +152,8 @@ def _broken_bold(line: str) -> list[str]:
 
 def test_bold_text_renders_in_korean():
     assert _broken_bold("결국 **평균(mean)**을") and not _broken_bold("결국 **평균**(mean)을")
-    texts = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "index.md", ROOT / "glossary.md")}
+    texts = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+             for p in (ROOT / "glossary.md", *sorted((ROOT / "chapters").glob("[a-z][a-z]/*.md")))}
     for path in sorted((ROOT / "chapters").glob("[a-z][a-z]/*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         texts[f"{path.parent.name}/{path.name}"] = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")

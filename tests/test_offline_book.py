@@ -1,4 +1,4 @@
-"""The built book loads nothing from another host, read statically (no browser; test_browser.py
+"""The built site (both books and the landing page) loads nothing from another host, read statically (no browser; test_browser.py
 watches a real one): every resource a page or stylesheet names is on the book's own host, and
 the vendored assets (tools/vendor_assets.py) stay small."""
 
@@ -76,41 +76,43 @@ def html_pages(book: Path) -> list[Path]:
     return sorted(p for p in book.rglob("*.html") if "_static" not in p.parts)
 
 
-def test_no_page_loads_a_resource_from_another_host(offline_book):
-    pages = html_pages(offline_book)
+def test_no_page_loads_a_resource_from_another_host(offline_site):
+    pages = html_pages(offline_site)
     assert len(pages) >= 12, [p.name for p in pages]
     problems = []
     for page in pages:
         parser = ResourceLinks()
         parser.feed(page.read_text(encoding="utf-8"))
-        name = page.relative_to(offline_book).as_posix()
+        name = page.relative_to(offline_site).as_posix()
         problems += [f"{name}: {where} {url}" for where, url in parser.resources if external(url)]
         if parser.cdn_only:
             problems.append(f"{name}: a script has data-jupyter-widgets-cdn-only (CDN-only widget loading)")
     assert not problems, "resources from other hosts:\n" + "\n".join(problems)
 
 
-def test_no_stylesheet_loads_from_another_host(offline_book):
+def test_no_stylesheet_loads_from_another_host(offline_site):
     problems = []
-    for css in sorted((offline_book / "_static").rglob("*.css")):
+    for css in sorted(c for lang in ("ko", "en") for c in (offline_site / lang / "_static").rglob("*.css")):
         for url in css_urls(css.read_text(encoding="utf-8", errors="replace")):
             if external(url):
-                problems.append(f"{css.relative_to(offline_book).as_posix()}: {url}")
+                problems.append(f"{css.relative_to(offline_site).as_posix()}: {url}")
     assert not problems, "stylesheets loading from other hosts:\n" + "\n".join(problems)
 
 
-def test_math_and_korean_font_come_from_the_book(offline_book):
-    for page in html_pages(offline_book):
+def test_math_and_korean_font_come_from_the_book(offline_site):
+    for page in html_pages(offline_site):
         html = page.read_text(encoding="utf-8")
-        name = page.relative_to(offline_book).as_posix()
+        name = page.relative_to(offline_site).as_posix()
         assert "offline/nanum-gothic.css" in html, f"{name}: the Korean web font's stylesheet is not linked"
         if 'class="math' in html:
             assert re.search(r'<script[^>]* src="[^"]*_static/offline/mathjax/tex-chtml\.js', html), \
                 f"{name}: has math but does not load the vendored MathJax"
 
 
-def test_vendored_assets_are_small(offline_book):
-    folder = offline_book / "_static" / "offline"
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_vendored_assets_are_small(offline_site, lang):
+    """Per book: each language's book is a site of its own, with its own _static/."""
+    folder = offline_site / lang / "_static" / "offline"
     files = [f for f in folder.rglob("*") if f.is_file()]
     total = sum(f.stat().st_size for f in files)
     largest = sorted(files, key=lambda f: f.stat().st_size, reverse=True)[:3]

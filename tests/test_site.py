@@ -1,0 +1,221 @@
+"""One language per page, read in the built HTML (`make book`'s site, tools/website.py):
+
+- every page declares its book's language (<html lang="ko"> in ko/, "en" in en/);
+- each book's sidebar lists that book's pages and nothing of the other's;
+- a switch in every page's header leads to the same page of the other book, and back;
+- figures are numbered per book from 1, "그림 N" on Korean pages and "Fig. N" on English ones;
+- no English interface word is left on a Korean page: every text and every aria-label, title,
+  placeholder and alt outside the chapter's own content is Korean, or a name (Binder, Colab);
+- the landing page offers both books and runs no script (it remembers nothing).
+
+What only a running browser shows (words written by scripts, the search page) is in
+test_browser.py; the extension that does this is tools/site_pages.py.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from helpers import site_pages
+
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
+# Names and file types, the same in every language.
+# "English" is the Korean page's switch: the other book's name in its own language.
+NAMES = {"Binder", "Colab", "JupyterHub", ".ipynb", ".pdf", "Ctrl", "Ctrl+K", "PDF", "English"}
+ATTRIBUTES = ("aria-label", "title", "placeholder", "alt")
+
+
+class Chrome(HTMLParser):
+    """The texts and labelled attributes of a page outside its <article> (the chapter's own
+    content, whose language test_output_language.py and test_chapter_sources.py check), code and
+    math aside (a heading's `nn.RMSNorm` is the same in both languages, in the sidebars too)."""
+
+    VOID = {"br", "img", "input", "meta", "link", "hr", "source", "wbr", "area", "col", "embed"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth_in_article = 0
+        self.skip = 0            # inside <script>, <style>, <code> or math
+        self.skipped: list[str] = []
+        self.texts: list[str] = []
+        self.attributes: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        if tag in ("script", "style", "code") or (tag == "span" and "math" in classes.split()):
+            self.skip += 1
+            self.skipped.append(tag)
+        if self.depth_in_article or (tag == "article" and "bd-article" in classes):
+            if tag not in self.VOID:
+                self.depth_in_article += 1
+            return
+        for name, value in attrs:
+            if name in ATTRIBUTES and value:
+                self.attributes.append((name, value))
+
+    def handle_endtag(self, tag):
+        if self.skipped and tag == self.skipped[-1]:
+            self.skipped.pop()
+            self.skip -= 1
+        if self.depth_in_article and tag not in self.VOID:
+            self.depth_in_article -= 1
+
+    def handle_data(self, data):
+        if not self.depth_in_article and not self.skip and data.strip():
+            self.texts.append(data.strip())
+
+
+def chrome_of(path: Path) -> Chrome:
+    parser = Chrome()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def english_words(strings: list[str], chapter_titles: set[str]) -> list[str]:
+    """Strings with an English word and no Hangul, other than names and the books' own titles
+    (the sidebar's "6장. ... (GroupNorm, InstanceNorm)" has Hangul; a bibliography's hover text
+    is the cited paper's title)."""
+    return [s for s in strings
+            if LATIN_WORD.search(s) and not HANGUL.search(s) and s not in NAMES and s not in chapter_titles]
+
+
+PAGES = site_pages()
+
+
+def page_file(site: Path, page: str) -> Path:
+    return site / f"{page}.html"
+
+
+def test_every_page_declares_its_books_language(built_site):
+    wrong = []
+    for page in PAGES:
+        lang = page.split("/")[0]
+        head = page_file(built_site, page).read_text(encoding="utf-8")[:400]
+        if f'<html lang="{lang}"' not in head:
+            wrong.append(f"{page}: {re.search(r'<html[^>]*>', head).group(0)}")
+    for extra in ("search", "genindex"):
+        for lang in ("ko", "en"):
+            head = (built_site / lang / f"{extra}.html").read_text(encoding="utf-8")[:400]
+            if f'<html lang="{lang}"' not in head:
+                wrong.append(f"{lang}/{extra}")
+    assert not wrong, "pages that do not declare their language:\n" + "\n".join(wrong)
+
+
+SIDEBAR_LINK = re.compile(r'<a class="[^"]*reference internal[^"]*" href="([^"#]+)"')
+
+
+def sidebar_links(html: str) -> list[str]:
+    start = html.index('class="bd-links bd-docs-nav"')
+    return SIDEBAR_LINK.findall(html[start:html.index("</nav>", start)])
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_each_books_sidebar_lists_its_own_pages(built_site, lang):
+    own = [p.split("/", 1)[1] for p in PAGES if p.startswith(f"{lang}/")]
+    page = built_site / lang / "search.html"     # a page outside the list: no entry is "current"
+    links = [str((page.parent / href).resolve().relative_to((built_site / lang).resolve()).with_suffix(""))
+             for href in sidebar_links(page.read_text(encoding="utf-8"))]
+    assert links == own[1:] or links == own, f"{lang} sidebar: {links}"
+    other = "en" if lang == "ko" else "ko"
+    assert not [link for link in links if f"chapters/{other}/" in link]
+
+
+SWITCH = re.compile(r'<a class="btn btn-sm language-switch" href="([^"]+)" hreflang="([a-z]+)"')
+
+
+def test_every_page_switches_to_the_same_page_in_the_other_language_and_back(built_site):
+    problems = []
+    for page in PAGES + ["ko/search", "en/search", "ko/genindex", "en/genindex"]:
+        path = page_file(built_site, page)
+        found = SWITCH.findall(path.read_text(encoding="utf-8"))
+        if len(found) != 1:
+            problems.append(f"{page}: {len(found)} switches")
+            continue
+        href, hreflang = found[0]
+        target = (path.parent / href).resolve()
+        lang = page.split("/")[0]
+        if not target.is_file():
+            problems.append(f"{page}: switch to {href}, which does not exist")
+            continue
+        rel = target.relative_to(built_site.resolve())
+        expected = page.replace(f"/chapters/{lang}/", f"/chapters/{hreflang}/").split("/", 1)[1]
+        if rel.parts[0] != hreflang or hreflang == lang or str(Path(*rel.parts[1:]).with_suffix("")) != expected:
+            problems.append(f"{page}: switch to {rel}, expected {hreflang}/{expected}")
+            continue
+        back = SWITCH.findall(target.read_text(encoding="utf-8"))
+        if not back or (target.parent / back[0][0]).resolve() != path.resolve():
+            problems.append(f"{page}: the other page's switch does not lead back")
+    assert not problems, "\n".join(problems)
+
+
+CAPTION_NUMBER = re.compile(r'<span class="caption-number">([^<]*)</span>')
+
+
+@pytest.mark.parametrize("lang, word", [("ko", "그림"), ("en", "Fig.")])
+def test_figures_are_numbered_per_book_from_one_in_its_language(built_site, lang, word):
+    numbers = []
+    for page in PAGES:
+        if page.startswith(f"{lang}/"):
+            numbers += CAPTION_NUMBER.findall(page_file(built_site, page).read_text(encoding="utf-8"))
+    assert numbers, f"no numbered figure in the {lang} book"
+    wrong = [n for n in numbers if not re.fullmatch(rf"{re.escape(word)} \d+\s*", n)]
+    assert not wrong, f"{lang}: figure numbers not in the form '{word} N': {sorted(set(wrong))[:5]}"
+    values = [int(re.search(r"\d+", n).group(0)) for n in numbers]
+    assert values[0] == 1 and values == list(range(1, len(values) + 1)), values[:20]
+
+
+def chapter_titles(site: Path, lang: str) -> set[str]:
+    titles = set()
+    for page in PAGES:
+        if page.startswith(f"{lang}/"):
+            html = page_file(site, page).read_text(encoding="utf-8")
+            titles.add(re.sub(r"<[^>]+>", "", re.search(r"<h1>(.*?)<", html, re.S).group(1)).strip())
+    return titles
+
+
+def test_no_english_interface_word_on_a_korean_page(built_site):
+    titles = chapter_titles(built_site, "ko")
+    found: dict[str, str] = {}
+    for page in [p for p in PAGES if p.startswith("ko/")] + ["ko/search", "ko/genindex"]:
+        chrome = chrome_of(page_file(built_site, page))
+        strings = chrome.texts + [value for name, value in chrome.attributes
+                                  if not (name == "title" and re.search(r"\d{4}\.", value))]  # citations' hover text
+        for s in english_words(strings, titles):
+            found.setdefault(s, page)
+    assert not found, "English interface words on Korean pages:\n" + "\n".join(f"  {s!r} ({p})" for s, p in found.items())
+
+
+def test_the_check_finds_an_english_word_in_a_korean_page(tmp_path):
+    """The check above can fail: a button with an English title outside the article is caught,
+    the same word inside the article is not."""
+    page = tmp_path / "p.html"
+    page.write_text('<html lang="ko"><body><button title="Toggle primary sidebar"></button>'
+                    '<article class="bd-article"><p>Toggle me</p><img alt="x"></article>'
+                    '<footer>지은이: normlib 저자들</footer><nav>Contents</nav></body></html>', encoding="utf-8")
+    chrome = chrome_of(page)
+    strings = chrome.texts + [v for _, v in chrome.attributes]
+    assert english_words(strings, set()) == ["Contents", "Toggle primary sidebar"]
+
+
+def test_the_english_pages_say_the_same_things_in_english(built_site):
+    """The English book keeps the theme's English (the catalogue is Korean only)."""
+    html = page_file(built_site, "en/chapters/en/03_batchnorm").read_text(encoding="utf-8")
+    assert 'aria-label="Main"' in html and ">Show code cell source<" in html
+    assert not HANGUL.search(" ".join(chrome_of(page_file(built_site, "en/chapters/en/03_batchnorm")).texts
+                                      ).replace("한국어", ""))
+
+
+def test_the_landing_page_offers_both_books_and_remembers_nothing(built_site):
+    html = (built_site / "index.html").read_text(encoding="utf-8")
+    for lang in ("ko", "en"):
+        match = re.search(rf'<a href="({lang}/index.html)" hreflang="{lang}">', html)
+        assert match and (built_site / match.group(1)).is_file(), lang
+    assert "<script" not in html.lower() and "cookie" not in html.lower() and "storage" not in html.lower()
+    assert re.search(r'<li lang="ko">.*한국어', html) and re.search(r'<li lang="en">.*English', html)
+    css = re.search(r'<link rel="stylesheet" href="([^"]+)"', html).group(1)
+    assert (built_site / css).is_file(), f"the landing page's font stylesheet {css} is missing"
