@@ -14,6 +14,9 @@ itself, without a browser: tests/test_korean_search.py.
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from tools.korean_search import JS_SPLITTER
@@ -67,6 +70,22 @@ def test_the_korean_search_page_splits_korean(offline_site):
     en = (offline_site / "en" / "_static" / "language_data.js").read_text(encoding="utf-8")
     assert JS_SPLITTER.strip() in ko, "the Korean book was built without tools/korean_search.py"
     assert JS_SPLITTER.strip() not in en
+
+
+def search_index(book) -> dict:
+    text = (book / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text.removeprefix("Search.setIndex(").removesuffix(")"))
+
+
+def test_the_search_indexes_hold_only_what_their_build_wrote(offline_site):
+    """Sphinx loads the searchindex.js an output folder already holds and keeps its words with
+    an empty list of pages: a build into a used folder ships every word of the one before."""
+    for lang in ("ko", "en"):
+        index = search_index(offline_site / lang)
+        stale = [t for part in ("terms", "titleterms") for t, pages in index[part].items() if pages == []]
+        assert not stale, f"{lang}/searchindex.js: {len(stale)} words on no page, e.g. {stale[:5]}"
+    long_hangul = [t for t in search_index(offline_site / "ko")["terms"] if re.fullmatch("[\uac00-\ud7a3]{3,}", t)]
+    assert not long_hangul, f"ko/searchindex.js holds Hangul words of 3 syllables or more, e.g. {long_hangul[:5]}"
 
 
 def test_searching_asks_no_other_host(search):
