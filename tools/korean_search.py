@@ -16,8 +16,8 @@ the dependency-free way of Korean full-text search, on both sides:
 searchtools.js requires every query term in a page (AND over the terms), so a noun typed in the
 search box finds every page where it appears as part of a run, whatever is attached: its pairs
 are pairs of that run, and a one-syllable noun (층, 값) is one of the run's syllables. That is
-why the index also keeps single syllables, a few hundred extra terms: without them 층 would
-find only pages where it stands alone. A query of several words (이동 평균, 배치 크기) needs
+why the index also keeps single syllables (in this book some 700 terms, a tenth of the index):
+without them 층 would find only pages where it stands alone. A query of several words (이동 평균, 배치 크기) needs
 all of its pairs, also when the page writes them without the space (이동평균). The price of
 bigrams is a rare false match, a page holding every pair of the query but never the noun.
 
