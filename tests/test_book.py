@@ -125,7 +125,7 @@ def test_each_book_opens_on_its_chapters_and_glossary(built_site):
             assert f'href="{stem}.html"' in html, (lang, stem)
         assert 'href="../../glossary.html"' in html and 'href="teachers.html"' in html, lang
         # the book's root redirects to its index
-        assert f"chapters/{lang}/index.html" in (built_site / lang / "index.html").read_text(encoding="utf-8")
+        assert f"url=chapters/{lang}/index.html" in (built_site / lang / "index.html").read_text(encoding="utf-8")
 
 
 def test_the_glossary_is_in_the_page_language(built_site):

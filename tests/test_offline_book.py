@@ -73,7 +73,9 @@ def css_urls(css: str) -> list[str]:
 
 
 def html_pages(book: Path) -> list[Path]:
-    return sorted(p for p in book.rglob("*.html") if "_static" not in p.parts)
+    """Every page of the site, not the two books' one-line redirects (<lang>/index.html)."""
+    return sorted(p for p in book.rglob("*.html") if "_static" not in p.parts
+                  and 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")[:400])
 
 
 def test_no_page_loads_a_resource_from_another_host(offline_site):

@@ -213,8 +213,11 @@ def test_the_english_pages_say_the_same_things_in_english(built_site):
 def test_the_landing_page_offers_both_books_and_remembers_nothing(built_site):
     html = (built_site / "index.html").read_text(encoding="utf-8")
     for lang in ("ko", "en"):
-        match = re.search(rf'<a href="({lang}/index.html)" hreflang="{lang}">', html)
+        match = re.search(rf'<a href="({lang}/chapters/{lang}/index.html)" hreflang="{lang}">', html)
         assert match and (built_site / match.group(1)).is_file(), lang
+        # and the book's own address leads there too
+        redirect = (built_site / lang / "index.html").read_text(encoding="utf-8")
+        assert f'<html lang="{lang}">' in redirect and f'url=chapters/{lang}/index.html' in redirect
     assert "<script" not in html.lower() and "cookie" not in html.lower() and "storage" not in html.lower()
     assert re.search(r'<li lang="ko">.*한국어', html) and re.search(r'<li lang="en">.*English', html)
     css = re.search(r'<link rel="stylesheet" href="([^"]+)"', html).group(1)

@@ -180,6 +180,20 @@ LANDING = """<!DOCTYPE html>
 """
 
 
+def start_page(lang: str) -> str:
+    return f"chapters/{lang}/index.html"
+
+
+def redirect(config: dict, lang: str) -> str:
+    """<out>/<lang>/index.html: the book's address, sending the browser to its first page (in
+    place of sphinx-external-toc's bare one, with the page's language and a link to follow)."""
+    title = html.escape(languages(config)[lang]["title"])
+    target = start_page(lang)
+    return (f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="refresh" content="0; url={target}">\n<title>{title}</title>\n'
+            f'</head>\n<body><p><a href="{target}">{title}</a></p></body>\n</html>\n')
+
+
 def landing_page(config: dict, built: list[str]) -> str:
     """The site's root: the book's title in each language and a link to each book. No script,
     no cookie, no storage: it remembers nothing, and every visit offers both languages."""
@@ -189,7 +203,7 @@ def landing_page(config: dict, built: list[str]) -> str:
     for lang in order:
         entry = langs[lang]
         items.append(
-            f'<li lang="{lang}"><a href="{lang}/index.html" hreflang="{lang}">'
+            f'<li lang="{lang}"><a href="{lang}/{start_page(lang)}" hreflang="{lang}">'
             f'<strong>{html.escape(entry["choose"])}</strong>'
             f'<span>{html.escape(entry["title"])}</span></a></li>')
     heading = " · ".join(f'<span lang="{lang}" style="display:inline">{html.escape(langs[lang]["title"])}</span>'
@@ -237,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     for lang in wanted:
         shutil.rmtree(out / lang, ignore_errors=True)
         shutil.copytree(work / lang / "html", out / lang)
+        (out / lang / "index.html").write_text(redirect(config, lang), encoding="utf-8")
     (out / "index.html").write_text(landing_page(config, wanted), encoding="utf-8")
     print(f"Built {', '.join(wanted)} in {time.monotonic() - start:.0f} s into {out}")
     return 0
