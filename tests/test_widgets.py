@@ -106,7 +106,7 @@ def test_block_labels_are_in_the_language_asked(lang):
 
 
 # -- the static explorer: what a click in the browser shows -----------------------------------------
-def browser_choose(explorer: widgets.Explorer, choice) -> W.Image:
+def browser_choose(explorer: widgets.Explorer, choice) -> widgets.Picture:
     """Do what the browser does when the reader picks ``choice`` (a dict selector -> value):
     copy each selector's value along its jslink, then follow the Stacks to the shown picture."""
     for selector, value in choice.items():
@@ -118,7 +118,7 @@ def browser_choose(explorer: widgets.Explorer, choice) -> W.Image:
         (source, source_trait), (target, target_trait) = link.source, link.target
         setattr(target, target_trait, getattr(source, source_trait))
     node = explorer
-    while not isinstance(node, W.Image):
+    while not isinstance(node, widgets.Picture):
         if isinstance(node, W.Stack):
             node = node.children[node.selected_index]
         else:
@@ -171,9 +171,9 @@ def test_every_choice_shows_its_own_picture(explorer_en):
     for leaf in explorer_en.leaves:
         shown = browser_choose(explorer_en, selectors_along(explorer_en, leaf.path, layouts))
         assert shown is leaf.image, leaf.path
-        assert leaf.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+        assert leaf.image.png[:8] == b"\x89PNG\r\n\x1a\n"
     # different choices, different pictures
-    pictures = {leaf.image.value for leaf in explorer_en.leaves}
+    pictures = {leaf.image.png for leaf in explorer_en.leaves}
     assert len(pictures) == len(explorer_en.leaves)
 
 
@@ -193,7 +193,7 @@ def test_static_explorer_leaves_carry_what_axes_names(explorer_en):
 def test_static_explorer_state_embeds_for_the_static_page(explorer_en):
     data = embed_data(views=[explorer_en])
     models = {state["model_name"] for state in data["manager_state"]["state"].values()}
-    assert {"LinkModel", "StackModel", "ImageModel", "ToggleButtonsModel", "IntSliderModel"} <= models
+    assert {"LinkModel", "StackModel", "HTMLModel", "ToggleButtonsModel", "IntSliderModel"} <= models
 
 
 def test_static_explorer_speaks_the_language_asked(explorer_en):
@@ -204,6 +204,30 @@ def test_static_explorer_speaks_the_language_asked(explorer_en):
     labels = [w.description for w in _walk(explorer_en) if isinstance(w, W.IntSlider)]
     labels += [o for w in _walk(explorer_en) if isinstance(w, W.ToggleButtons) for o in w.options]
     assert labels and not any(has_hangul(t) for t in labels), labels
+
+
+def test_every_picture_says_what_it_shows_in_the_language_asked(explorer_en):
+    """Each picture's <img> has an alt text (a screen reader's only way to the picture): the
+    method, and for a block the statistic filled and how many elements share it (counted here from
+    the leaf's mask); in Korean on a Korean page."""
+    import base64
+    import re
+
+    ko = widgets.static_explorer("ko", layouts=("image", "table"))
+    for lang, explorer in (("en", explorer_en), ("ko", ko)):
+        for leaf in explorer.leaves:
+            alt = leaf.image.alt
+            img = re.fullmatch(r'<img src="data:image/png;base64,([^"]+)" alt="([^"]+)" [^<>]*>', leaf.image.value)
+            assert img and base64.b64decode(img.group(1)) == leaf.image.png, leaf.path
+            assert img.group(2) == alt.replace("&", "&amp;").replace('"', "&quot;"), leaf.path
+            assert leaf.path[1] == "batch_dim0" or widgets.METHOD_NAMES[leaf.path[1]] in alt, (leaf.path, alt)
+            assert has_hangul(alt) == (lang == "ko"), (leaf.path, alt)
+            if leaf.highlighted is not None:
+                which, count = leaf.path[-1], int(leaf.highlighted.sum())
+                said = f"통계 {which}번을 공유하는 원소 {count}개" if lang == "ko" else f"{count} filled elements share statistic {which}"
+                assert said in alt, (leaf.path, alt)
+        selectors = [w for w in _walk(explorer) if isinstance(w, W.ToggleButtons)]
+        assert selectors and all(w.description and has_hangul(w.description) == (lang == "ko") for w in selectors)
 
 
 def _walk(widget):
@@ -230,9 +254,10 @@ def live():
 
 
 def test_live_redraws_and_reports_what_normlib_computes(live):
-    before = live.image.value
+    before = live.image.png
     live.method.value = "layer"
-    assert live.image.value[:8] == b"\x89PNG\r\n\x1a\n" and live.image.value != before
+    assert live.image.png[:8] == b"\x89PNG\r\n\x1a\n" and live.image.png != before
+    assert "LayerNorm" in live.image.alt and f'alt="{live.image.alt}"' in live.image.value
     live.eps.value = 1.0
     live.offset.value = 3.0
     x = live.input()
@@ -291,8 +316,8 @@ def test_pictures_are_shown_at_their_own_pixel_width():
     import PIL.Image
 
     live = widgets.live_explorer("en")
-    width = PIL.Image.open(io.BytesIO(live.image.value)).width
+    width = PIL.Image.open(io.BytesIO(live.image.png)).width
     assert live.image.layout.width == f"{width}px" and live.image.layout.max_width == "100%"
     static = widgets.static_explorer("en", layouts=("table",))
     leaf = static.leaves[0]
-    assert leaf.image.layout.width == f"{PIL.Image.open(io.BytesIO(leaf.image.value)).width}px"
+    assert leaf.image.layout.width == f"{PIL.Image.open(io.BytesIO(leaf.image.png)).width}px"

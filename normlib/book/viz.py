@@ -99,11 +99,13 @@ def setup(lang: str) -> None:
 
 @dataclass
 class TableDrawing:
-    """A drawn table: the figure, the statistic id of each cell, and the numbers written in it."""
+    """A drawn table: the figure, the statistic id of each cell, the numbers written in it, and
+    what it shows in words, in the drawing's language (an ``<img>``'s alt text)."""
 
     fig: "matplotlib.figure.Figure"
     groups: torch.Tensor
     values: torch.Tensor
+    alt: str = ""
 
 
 _SHARES = {"batch": "batch_shares", "layer": "layer_shares", "rms": "rms_shares"}
@@ -143,6 +145,7 @@ def table_figure(
     else:
         share = _axes.sharing(method, (n, c), normalized_shape=c)
     groups = share.labels()
+    number_format = "{:g}" if show == "input" else "{:.2f}"
     if show == "input":
         shown = x
     elif method == "batch":
@@ -159,8 +162,7 @@ def table_figure(
             colour = PALETTE[int(groups[i, j]) % len(PALETTE)]
             ax.add_patch(matplotlib.patches.Rectangle((j, n - 1 - i), 1, 1, facecolor=colour, alpha=0.35,
                                                       edgecolor="white", linewidth=2))
-            number = float(shown[i, j])
-            label = f"{number:g}" if show == "input" else f"{number:.2f}"
+            label = number_format.format(float(shown[i, j]))
             ax.text(j + 0.5, n - 0.5 - i, label, ha="center", va="center", fontsize=11)
     ax.set_xlim(0, c)
     ax.set_ylim(0, n)
@@ -177,7 +179,11 @@ def table_figure(
     ax.set_title(textwrap.fill(text(_SHARES[method], lang), width), fontsize=10, pad=22)
     if own_figure:
         fig.tight_layout()
-    return TableDrawing(fig=fig, groups=groups, values=shown.detach().clone())
+    cells = "; ".join(f"{row}: " + ", ".join(number_format.format(float(v)).replace("-", "\u2212") for v in values)
+                      for row, values in zip(row_names, shown))   # the minus sign the drawing writes
+    alt = text("table_alt", lang).format(title=text(_SHARES[method], lang), rows=n, cols=c, cells=cells,
+                                         what=text(f"table_{show}_values", lang))
+    return TableDrawing(fig=fig, groups=groups, values=shown.detach().clone(), alt=alt)
 
 
 # -- blocks: an image batch (N, C, H, W) or a token batch (B, L, D) drawn as a 3-D block -----------
@@ -193,12 +199,14 @@ _SEQUENCE_TITLE_KEYS = {"batch": "seq_batch", "layer": "seq_layer", "rms": "seq_
 @dataclass
 class BlockDrawing:
     """A drawn block: the figure, the statistic id of every element (shape ``(depth, across, up)``,
-    trailing dimensions flattened), the mask of the highlighted group, and the sharing it reads."""
+    trailing dimensions flattened), the mask of the highlighted group, the sharing it reads, and
+    what it shows in words, in the drawing's language (an ``<img>``'s alt text)."""
 
     fig: "matplotlib.figure.Figure"
     labels: torch.Tensor
     highlighted: torch.Tensor
     sharing: _axes.Sharing
+    alt: str = ""
 
 
 def block_sharing(shape: Sequence[int], method: str, layout: str = "image",
@@ -322,7 +330,11 @@ def block_figure(
     ax.set_title(title, fontsize=10)
     ax.text(0.5, 0.0, text("block_count", lang).format(count=share.count, total=share.num_statistics),
             transform=ax.transAxes, ha="center", va="bottom", fontsize=8.5)
-    return BlockDrawing(fig=fig, labels=labels, highlighted=highlighted, sharing=share)
+    sizes = (depth, across, up)[:3 if len(share.shape) > 2 else 2]   # (N, C): no spatial axis to name
+    dims = ", ".join(f"{name} = {size}" for name, size in zip(names, sizes))
+    alt = text("block_alt", lang).format(title=title, dims=dims, which=which, count=share.count,
+                                         total=share.num_statistics)
+    return BlockDrawing(fig=fig, labels=labels, highlighted=highlighted, sharing=share, alt=alt)
 
 
 def _block_axis_names(layout: str, ndim: int, lang: str) -> Tuple[str, str, str]:

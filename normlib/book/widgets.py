@@ -4,7 +4,7 @@ Two kinds, both in Korean or English (``lang="ko"`` or ``"en"``):
 
 * :func:`static_explorer` draws every choice in advance and switches between the pictures
   with links that live in the browser (``ipywidgets.jslink`` between a selector and a
-  ``Stack`` of ``Image`` widgets). Stored with the notebook, it keeps working on the static
+  ``Stack`` of :class:`Picture` widgets, each an image with its alt text). Stored with the notebook, it keeps working on the static
   HTML page of the book, with no kernel.
 * :func:`live_explorer` redraws from :mod:`normlib` as sliders move (N, C, H·W, G, which
   group, eps, an offset of the input) and prints the statistics. It needs a running kernel.
@@ -20,6 +20,7 @@ tests can check it.
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ from .. import functional as _F
 from . import viz
 from .i18n import check_lang, text
 
-__all__ = ["Leaf", "Explorer", "static_explorer", "live_explorer", "LiveExplorer", "METHOD_NAMES"]
+__all__ = ["Leaf", "Picture", "Explorer", "static_explorer", "live_explorer", "LiveExplorer", "METHOD_NAMES"]
 
 METHOD_NAMES = {
     "batch": "BatchNorm", "layer": "LayerNorm", "instance": "InstanceNorm",
@@ -62,7 +63,7 @@ class Leaf:
     path: Tuple
     groups: torch.Tensor
     highlighted: Optional[torch.Tensor]
-    image: W.Image
+    image: "Picture"
 
 
 class Explorer(W.VBox):
@@ -89,14 +90,30 @@ def _png(fig, dpi: int, colours: Optional[int] = 32) -> bytes:
     return small.getvalue()
 
 
-def _image(png: bytes) -> W.Image:
-    """The picture shown at its own pixel width (never stretched, which blurs its text; narrower
-    on a phone: max_width)."""
-    return W.Image(value=png, format="png", layout=W.Layout(width=_pixel_width(png), max_width="100%"))
+class Picture(W.HTML):
+    """A PNG with its alt text (what it shows, in the page's language): ``png``, ``alt``.
 
+    ipywidgets' ``Image`` writes an ``<img>`` without alt, so a screen reader says nothing of it,
+    and cannot be given one (its ``tooltip`` throws in the page's widget manager: the Image model
+    has no description). This is an HTML widget holding the ``<img>``, its bytes in a data: URL,
+    base64 as the Image widget's stored state would hold them. It is shown at its own pixel width
+    (never stretched, which blurs its text; narrower on a phone: max_width).
+    """
 
-def _pixel_width(png: bytes) -> str:
-    return f"{PIL.Image.open(io.BytesIO(png)).width}px" if png else "auto"
+    def __init__(self, png: bytes = b"", alt: str = ""):
+        super().__init__(layout=W.Layout(width="auto", max_width="100%"))
+        self.show(png, alt)
+
+    def show(self, png: bytes, alt: str) -> None:
+        self.png, self.alt = png, alt
+        if not png:
+            self.value, self.layout.width = "", "auto"
+            return
+        width, height = PIL.Image.open(io.BytesIO(png)).size
+        data = base64.b64encode(png).decode("ascii")
+        self.layout.width = f"{width}px"
+        self.value = (f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" width="{width}" '
+                      f'height="{height}" style="max-width: 100%; height: auto;">')
 
 
 def _method_label(method: str, lang: str) -> str:
@@ -115,8 +132,9 @@ class _Builder:
         self.leaves: List[Leaf] = []
         self.links: List[Link] = []
 
-    def choose(self, options: Sequence[str], children: Sequence[W.Widget], css: str) -> W.VBox:
-        selector = W.ToggleButtons(options=list(options), style={"button_width": "auto"})
+    def choose(self, options: Sequence[str], children: Sequence[W.Widget], css: str, label: str) -> W.VBox:
+        selector = W.ToggleButtons(options=list(options), description=text(label, self.lang),
+                                   style={"button_width": "auto", "description_width": "initial"})
         selector.add_class(css)
         stack = W.Stack(children=list(children), selected_index=0)
         self.links.append(W.jslink((selector, "index"), (stack, "selected_index")))
@@ -137,7 +155,7 @@ class _Builder:
         share = viz.block_sharing(shape, method, layout, num_groups)
         for which in range(share.num_statistics):
             drawing = viz.block_figure(shape, method, self.lang, layout=layout, num_groups=num_groups, which=which)
-            image = _image(_png(drawing.fig, self.dpi))
+            image = Picture(_png(drawing.fig, self.dpi), drawing.alt)
             self.leaves.append(Leaf(path + (which,), drawing.labels, drawing.highlighted, image))
             images.append(image)
         return self.slide(len(images), images)
@@ -178,22 +196,22 @@ def static_explorer(
             path = (layout, method)
             if layout == "table":
                 drawing = viz.table_figure(table, method, lang, show="normalized")
-                image = _image(_png(drawing.fig, dpi))
+                image = Picture(_png(drawing.fig, dpi), drawing.alt)
                 b.leaves.append(Leaf(path, drawing.groups, None, image))
                 children.append(image)
             elif method == "group":
                 choices = _divisors(int(image_shape[1]))
                 per_g = [b.blocks(path + (g,), image_shape, method, layout, num_groups=g) for g in choices]
                 labels = [_group_label(g, int(image_shape[1]), lang) for g in choices]
-                children.append(b.choose(labels, per_g, "normlib-groups"))
+                children.append(b.choose(labels, per_g, "normlib-groups", "choose_groups"))
             else:
                 shape = image_shape if layout == "image" else sequence_shape
                 children.append(b.blocks(path, shape, method, layout))
-        panels.append(b.choose([_method_label(m, lang) for m in methods], children, "normlib-method"))
+        panels.append(b.choose([_method_label(m, lang) for m in methods], children, "normlib-method", "choose_method"))
     if len(panels) == 1:
         body = panels[0]
     else:
-        body = b.choose([text(f"layout_{layout}", lang) for layout in layouts], panels, "normlib-layout")
+        body = b.choose([text(f"layout_{layout}", lang) for layout in layouts], panels, "normlib-layout", "choose_layout")
     explorer = Explorer([body], b.leaves, b.links)
     explorer.add_class("normlib-explorer")
     return explorer
@@ -228,7 +246,8 @@ class LiveExplorer(W.VBox):
         self.lang, self.seed, self.dpi = lang, seed, dpi
         style = {"description_width": "initial"}
         self.method = W.ToggleButtons(options=[(METHOD_NAMES[m], m) for m in _LAYOUT_METHODS["image"]],
-                                      style={"button_width": "auto"})
+                                      description=text("choose_method", lang),
+                                      style={"button_width": "auto", "description_width": "initial"})
         self.n = W.IntSlider(value=2, min=1, max=6, description="N", style=style)
         self.c = W.IntSlider(value=6, min=1, max=12, description="C", style=style)
         self.hw = W.IntSlider(value=4, min=1, max=8, description="H·W", style=style)
@@ -238,7 +257,7 @@ class LiveExplorer(W.VBox):
                                     readout_format=".0e")
         self.offset = W.FloatSlider(value=0.0, min=-10.0, max=10.0, step=0.5, description=text("input_offset", lang),
                                     style=style)
-        self.image = _image(b"")
+        self.image = Picture()
         self.status = W.HTML()
         self.last_error: Optional[str] = None
         controls = [self.method, W.HBox([self.n, self.c, self.hw]), W.HBox([self.g, self.which]),
@@ -294,8 +313,7 @@ class LiveExplorer(W.VBox):
         else:
             self.last_error = None
         drawing = viz.block_figure(shape, method, self.lang, num_groups=g, which=self.which.value)
-        picture = _png(drawing.fig, self.dpi, colours=None)  # fast: one picture at a time
-        self.image.value, self.image.layout.width = picture, _pixel_width(picture)
+        self.image.show(_png(drawing.fig, self.dpi, colours=None), drawing.alt)  # fast: one picture at a time
         self.status.value = self._report(x, y, drawing.highlighted.reshape(shape))
 
     def _report(self, x: torch.Tensor, y: Optional[torch.Tensor], mask: torch.Tensor) -> str:
