@@ -1,0 +1,367 @@
+"""A chapter printed, or saved as PDF, from the built site: what a teacher hands out.
+
+Chromium prints (``page.pdf()``, A4) a Korean and an English chapter page, each of the chapter
+with the explorers (6) and of chapter 3, served from 127.0.0.1 with every request to another host
+aborted. pypdf 7.1 reads the PDFs:
+
+- no interface on paper: no text that only the sidebars, the article header (launch, download,
+  search, colour mode, the language switch), the theme's printed "Contents", Previous/Next or the
+  "Show code cell" toggles hold (the texts are read from the page itself, so they are the page's
+  own words in its own language);
+- no cut lines: the longest source and output lines of the chapter's notebook (the cells the page
+  shows) are in the PDF's text whole, wrapped or not (whitespace aside);
+- Hangul in NanumGothic: every run of text holding Hangul is drawn in a font named NanumGothic
+  (the book's web font: a machine without Korean fonts would print boxes otherwise), and the
+  Korean pages have such runs;
+- the figures: at least as many images as the notebook shows image outputs, and each explorer's
+  current picture is among them, pixel for pixel;
+- the math is shown on paper (every MathJax element has a box under print emulation);
+- dark mode prints as light mode: with the theme switched to dark, the page under print emulation
+  is drawn pixel for pixel as in light mode;
+- the page count is at most PAGE_SLACK times the chapter's length laid out continuously at the
+  page's width (see PAGE_SLACK), and no more than the theme alone prints (the same page printed
+  again with the print stylesheet removed).
+
+The PDFs and a picture of each printout (the page under print emulation) are saved to
+test-artifacts/print/ for a human to look at.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+
+import pytest
+from PIL import Image
+from pypdf import PdfReader
+
+from helpers import ROOT, has_hangul
+from tools.local_site import isolated_context, serve
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = ROOT / "test-artifacts" / "print"
+TIMEOUT_MS = 15_000
+CHAPTERS = ["06_family", "03_batchnorm"]
+PAGES = [(lang, chapter) for chapter in CHAPTERS for lang in ("ko", "en")]
+MM = 96 / 25.4                       # CSS px per millimetre
+A4 = (210 * MM, 297 * MM)
+# The stylesheet keeps figures, explorers, table rows and code blocks of up to five lines whole and
+# a heading with what follows it. Each such block that does not fit where it falls moves to the next
+# page and leaves the rest of the page blank. A third more than the chapter's continuous length
+# still makes a handout without half-empty pages; more would mean the breaks waste whole pages.
+PAGE_SLACK = 4 / 3
+LONGEST = 6                          # the longest lines checked, of the sources and of the outputs
+
+# What has no use on paper; their texts must not be in the PDF (unless the article says them too).
+INTERFACE = [".bd-sidebar-primary", ".bd-sidebar-secondary", ".bd-header-article", ".bd-header",
+             "#jb-print-docs-body", ".prev-next-footer", ".language-switch", "details.hide > summary"]
+
+READY = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline && document.querySelectorAll('.widget-subarea > *').length < views)
+    await new Promise(r => setTimeout(r, 100));
+  await document.fonts.ready;
+  return { views, rendered: document.querySelectorAll('.widget-subarea > *').length };
+}"""
+
+INTERFACE_TEXTS = """(selectors) => {
+  const flat = s => s.normalize('NFKC').replace(/\\s+/g, '');
+  const copy = (document.querySelector('.bd-article') || document.body).cloneNode(true);
+  copy.querySelectorAll(selectors.join(',')).forEach(e => e.remove());
+  const article = flat(copy.textContent);
+  const texts = new Set();
+  for (const region of document.querySelectorAll(selectors.join(','))) {
+    const walk = document.createTreeWalker(region, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      if (node.parentElement.closest('script, style')) continue;
+      const text = node.textContent.trim();
+      if (flat(text).length >= 2 && !article.includes(flat(text))) texts.add(text);
+    }
+  }
+  return Array.from(texts);
+}"""
+
+# Each explorer's visible picture, as the bytes the page shows (a blob: URL).
+EXPLORER_PICTURES = """async () => {
+  const out = [];
+  for (const explorer of document.querySelectorAll('.normlib-explorer')) {
+    const shown = Array.from(explorer.querySelectorAll('img')).filter(i => i.offsetParent !== null);
+    for (const img of shown) {
+      const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+      let text = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      out.push(btoa(text));
+    }
+  }
+  return out;
+}"""
+
+# Under print emulation: the @page margins the stylesheets set, and what would be hidden.
+PRINT_FACTS = """() => {
+  // The explorers' other pictures are hidden by the explorer itself.
+  const FIGURES = '.bd-article figure img, .bd-article .cell_output img:not(.widget-subarea img)';
+  const margins = [];
+  const walk = rules => { for (const r of rules) {
+    if (r instanceof CSSPageRule) margins.push([r.style.marginTop, r.style.marginRight, r.style.marginBottom, r.style.marginLeft]);
+    else if (r.cssRules) walk(r.cssRules);
+  } };
+  for (const sheet of document.styleSheets) { try { walk(sheet.cssRules); } catch (e) {} }
+  const hidden = sel => Array.from(document.querySelectorAll(sel)).filter(e => !e.getClientRects().length).length;
+  return {
+    margins,
+    math: document.querySelectorAll('.bd-article mjx-container').length,
+    hiddenMath: hidden('.bd-article mjx-container'),
+    figures: document.querySelectorAll(FIGURES).length,
+    hiddenFigures: hidden(FIGURES),
+  };
+}"""
+
+
+WITHOUT_PRINT_CSS = """() => {
+  document.querySelectorAll('link[href*="offline/print.css"]').forEach(l => l.remove());
+  document.documentElement.dataset.theme = 'light';
+}"""
+
+
+@dataclass(repr=False)
+class Printout:
+    lang: str
+    chapter: str
+    pages: int = 0
+    text: str = ""                                     # the PDF's text, flattened (see flat)
+    hangul_fonts: set = field(default_factory=set)     # fonts of the runs of text holding Hangul
+    images: list = field(default_factory=list)         # the PDF's images (PIL)
+    interface: list[str] = field(default_factory=list)
+    pictures: list = field(default_factory=list)       # the explorers' shown pictures (PIL)
+    facts: dict = field(default_factory=dict)
+    continuous_pages: float = 0.0
+    pages_without_print_css: int = 0
+    dark_as_light: bool = False
+    problems: list[str] = field(default_factory=list)  # requests to other hosts, JavaScript errors
+    seconds: float = 0.0
+
+    def __repr__(self) -> str:
+        return f"Printout({self.lang}/{self.chapter}: {self.pages} pages)"
+
+
+def flat(text: str) -> str:
+    """Compatibility-normalised (ligatures spelled out) and without whitespace: a wrapped line
+    and the line it was are the same string."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+def mm(value: str) -> float:
+    """A CSS length from an @page rule, in px (mm, cm, in, pt or px)."""
+    m = re.fullmatch(r"([\d.]+)(mm|cm|in|pt|px)", value.strip())
+    if not m:
+        pytest.fail(f"@page margin {value!r}: expected a length in mm, cm, in, pt or px")
+    return float(m[1]) * {"mm": MM, "cm": 10 * MM, "in": 96, "pt": 96 / 72, "px": 1}[m[2]]
+
+
+def read_pdf(data: bytes, out: Printout) -> None:
+    reader = PdfReader(io.BytesIO(data))
+    out.pages = len(reader.pages)
+    texts = []
+
+    def visit(text, cm, tm, font, size):
+        if has_hangul(text):
+            out.hangul_fonts.add(str((font or {}).get("/BaseFont", "(no font name)")))
+
+    for page in reader.pages:
+        texts.append(page.extract_text(visitor_text=visit))
+        out.images += [image.image for image in page.images]
+    out.text = flat("\n".join(texts))
+
+
+@pytest.fixture(scope="module")
+def printed(browser, offline_site):
+    """printed(lang, chapter) -> Printout, printing each chapter page once."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    cache: dict[tuple[str, str], Printout] = {}
+    with serve(offline_site) as url:
+        foreign: list[str] = []
+        context = isolated_context(browser, url, foreign)
+
+        def load(lang: str, chapter: str) -> Printout:
+            if (lang, chapter) in cache:
+                return cache[lang, chapter]
+            out = Printout(lang, chapter)
+            started = time.monotonic()
+            foreign.clear()
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.on("pageerror", lambda e: out.problems.append(f"uncaught: {e}"))
+            page.goto(f"{url}/{lang}/chapters/{lang}/{chapter}.html", wait_until="load")
+            ready = page.evaluate(READY)
+            if ready["rendered"] < ready["views"]:
+                out.problems.append(f"{ready['rendered']} of {ready['views']} widget views rendered")
+            out.interface = page.evaluate(INTERFACE_TEXTS, INTERFACE)
+            out.pictures = [_png(b) for b in page.evaluate(EXPLORER_PICTURES)]
+            data = page.pdf(format="A4")
+            (ARTIFACTS / f"{lang}_{chapter}.pdf").write_bytes(data)
+            read_pdf(data, out)
+
+            page.emulate_media(media="print")
+            out.facts = page.evaluate(PRINT_FACTS)
+            # Without an @page rule, page.pdf() prints with no margins.
+            top, right, bottom, left = (mm(v) for v in (out.facts["margins"] or [["0px"] * 4])[-1])
+            page.set_viewport_size({"width": round(A4[0] - left - right), "height": 900})
+            page.wait_for_timeout(200)
+            height = page.evaluate("document.documentElement.scrollHeight")
+            out.continuous_pages = height / (A4[1] - top - bottom)
+            light = page.screenshot(full_page=True)
+            (ARTIFACTS / f"{lang}_{chapter}_print.png").write_bytes(light)
+            page.evaluate("document.documentElement.dataset.theme = 'dark'")
+            page.wait_for_timeout(200)
+            out.dark_as_light = _pixels(page.screenshot(full_page=True)) == _pixels(light)
+            # The same page printed by the theme alone, without the print stylesheet.
+            page.evaluate(WITHOUT_PRINT_CSS)
+            out.pages_without_print_css = len(PdfReader(io.BytesIO(page.pdf(format="A4"))).pages)
+            page.close()
+            out.problems += [f"request to another host: {u}" for u in foreign]
+            out.seconds = time.monotonic() - started
+            cache[lang, chapter] = out
+            return out
+
+        yield load
+        context.close()
+    _report(cache)
+
+
+def _png(b64: str):
+    return Image.open(io.BytesIO(base64.b64decode(b64)))
+
+
+def _pixels(png: bytes):
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return image.size, image.tobytes()
+
+
+def _report(cache: dict) -> None:
+    """One line per printout in test-artifacts/print/report.txt (and on the terminal with -s)."""
+    lines = [f"{p.lang}/{p.chapter}: {p.pages} pages (continuous length {p.continuous_pages:.2f} pages, "
+             f"ratio {p.pages / max(p.continuous_pages, 1e-9):.2f}; {p.pages_without_print_css} pages without "
+             f"the print stylesheet), {len(p.images)} images, "
+             f"{len(p.interface)} interface texts checked, printed in {p.seconds:.1f} s"
+             for p in cache.values()]
+    if lines:
+        (ARTIFACTS / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print("\n" + "\n".join(lines))
+
+
+# --- What the notebook shows ---------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def shown_lines(lang: str, chapter: str) -> tuple[list[str], list[str], int]:
+    """(source lines, text output lines, image outputs) of the cells the page shows expanded:
+    no removed cell, input or output, and no input or cell the page folds away."""
+    nb = json.loads((ROOT / "chapters" / lang / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    sources, outputs, images = [], [], 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if tags & {"remove-cell", "hide-cell"}:
+            continue
+        if not tags & {"remove-input", "hide-input"}:
+            sources += "".join(cell["source"]).splitlines()
+        if tags & {"remove-output", "hide-output"}:
+            continue
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if o["output_type"] == "stream":
+                outputs += ANSI.sub("", "".join(o["text"])).splitlines()
+            elif any(k.startswith("image/") for k in data) and not any(
+                    k in data for k in ("application/vnd.jupyter.widget-view+json", "text/html")):
+                images += 1
+            elif set(data) == {"text/plain"}:
+                outputs += ANSI.sub("", "".join(data["text/plain"])).splitlines()
+    return sources, outputs, images
+
+
+def longest(lines: list[str]) -> list[str]:
+    return sorted({line.rstrip() for line in lines if flat(line)}, key=len, reverse=True)[:LONGEST]
+
+
+# --- The checks ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_the_printout_has_no_interface_text(printed, lang, chapter):
+    p = printed(lang, chapter)
+    assert not p.problems, p.problems
+    assert len(p.interface) >= 10, f"{lang}/{chapter}: only {len(p.interface)} interface texts found: {p.interface}"
+    on_paper = [t for t in p.interface if flat(t) in p.text]
+    assert not on_paper, f"{lang}/{chapter}: interface text printed: {on_paper}"
+
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_the_longest_code_and_output_lines_are_printed_whole(printed, lang, chapter):
+    p = printed(lang, chapter)
+    sources, outputs, _ = shown_lines(lang, chapter)
+    checked = longest(sources) + longest(outputs)
+    assert len(checked) == 2 * LONGEST, f"{lang}/{chapter}: the notebook shows too few lines: {checked}"
+    cut = [line for line in checked if flat(line) not in p.text]
+    assert not cut, f"{lang}/{chapter}: lines not printed whole (cut, or missing):\n" + "\n".join(cut)
+
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_hangul_is_printed_in_nanum_gothic(printed, lang, chapter):
+    p = printed(lang, chapter)
+    others = {f for f in p.hangul_fonts if "NanumGothic" not in f}
+    assert not others, f"{lang}/{chapter}: Hangul drawn in {sorted(others)}"
+    if lang == "ko":
+        assert p.hangul_fonts, f"{lang}/{chapter}: no Hangul in the PDF of a Korean page"
+
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_the_figures_explorers_and_math_are_printed(printed, lang, chapter):
+    p = printed(lang, chapter)
+    _, _, image_outputs = shown_lines(lang, chapter)
+    assert len(p.images) >= image_outputs + len(p.pictures), \
+        f"{lang}/{chapter}: {len(p.images)} images in the PDF, {image_outputs} image outputs and " \
+        f"{len(p.pictures)} explorer pictures on the page"
+    if chapter == "06_family":
+        assert p.pictures, f"{lang}/{chapter}: the static explorer shows no picture"
+    printed_pixels = {(_rgb(image).size, _rgb(image).tobytes()) for image in p.images}
+    for index, picture in enumerate(p.pictures):
+        assert (_rgb(picture).size, _rgb(picture).tobytes()) in printed_pixels, \
+            f"{lang}/{chapter}: explorer picture {index} ({picture.size}) is not in the PDF"
+    f = p.facts
+    assert f["math"] > 0 and f["hiddenMath"] == 0, f"{lang}/{chapter}: math on paper: {f}"
+    assert f["figures"] > 0 and f["hiddenFigures"] == 0, f"{lang}/{chapter}: figures on paper: {f}"
+
+
+def _rgb(image):
+    """The picture as it looks on white paper."""
+    if image.mode in ("RGBA", "LA", "P"):
+        rgba = image.convert("RGBA")
+        paper = Image.new("RGBA", rgba.size, "white")
+        return Image.alpha_composite(paper, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_dark_mode_prints_in_light_colours(printed, lang, chapter):
+    assert printed(lang, chapter).dark_as_light, \
+        f"{lang}/{chapter}: with the dark theme, the page under print emulation differs from light mode"
+
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_the_page_count_is_close_to_the_chapters_length(printed, lang, chapter):
+    p = printed(lang, chapter)
+    bound = math.ceil(PAGE_SLACK * p.continuous_pages)
+    assert 0 < p.pages <= bound, \
+        f"{lang}/{chapter}: {p.pages} pages for {p.continuous_pages:.2f} pages of continuous print (at most {bound})"
+    assert p.pages <= p.pages_without_print_css, \
+        f"{lang}/{chapter}: {p.pages} pages, {p.pages_without_print_css} without the print stylesheet"
