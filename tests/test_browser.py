@@ -54,6 +54,7 @@ class Visit:
     foreign: list[str] = field(default_factory=list)      # requests to other hosts
     tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
     facts: dict = field(default_factory=dict)             # what the page reported after loading
+    english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
     weight: int = 0                                       # bytes of every response the page loaded
     first_paint_ms: float | None = None                   # first contentful paint
 
@@ -95,6 +96,31 @@ WEIGHT = """() => [
   performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null]"""
 
 
+# Every text and label a running page shows outside its chapter content (scripts' words included:
+# the copy buttons' tooltips, the theme's menus) with an English word and no Hangul. Code, math
+# and the cells' outputs are content; test_site.py reads the same in the HTML as written.
+INTERFACE_WORDS = """() => {
+  const out = new Set();
+  const english = (s) => /[A-Za-z]{3,}/.test(s) && !/[\uac00-\ud7a3]/.test(s);
+  const content = 'article.bd-article, code, pre, .math, mjx-container, script, style';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walker.nextNode());) {
+    const s = n.textContent.trim();
+    if (s && english(s) && n.parentElement && !n.parentElement.closest(content)) out.add(s);
+  }
+  for (const el of document.querySelectorAll('[aria-label], [title], [placeholder], [alt], [data-tooltip]')) {
+    if (el.closest('.cell_output') || (el.closest('article.bd-article') && el.matches('a[title]'))) continue;
+    for (const a of ['aria-label', 'title', 'placeholder', 'alt', 'data-tooltip']) {
+      const v = el.getAttribute(a);
+      if (v && v !== 'null' && english(v)) out.add(`${a}="${v.slice(0, 80)}"`);
+    }
+  }
+  return [...out].sort();
+}"""
+# Names and file types, the same in both languages; "English" is the switch to the other book.
+SAME_IN_EVERY_LANGUAGE = {"Binder", "Colab", "JupyterHub", ".ipynb", ".pdf", "Ctrl", "Ctrl+K", "English"}
+
+
 @pytest.fixture(scope="session")
 def visit(browser, book_url, offline_site):
     """visit(docname) -> Visit, loading each page once per session."""
@@ -129,6 +155,7 @@ def visit(browser, book_url, offline_site):
         page.goto(f"{book_url}/{docname}.html", wait_until="load")
         v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
         v.weight, v.first_paint_ms = page.evaluate(WEIGHT)
+        v.english = page.evaluate(INTERFACE_WORDS)
         _, v.tofu = hangul_without_nanum(page, limit=400)
         page.screenshot(path=str(ARTIFACTS / f"{screenshot_name(docname)}.png"), full_page=True)
         page.close()
@@ -168,6 +195,17 @@ def test_korean_pages_show_korean_text(visit):
     for docname in korean:
         f = visit(docname).facts
         assert f["koreanText"] > 100, f"{docname}: hardly any Hangul on the page"
+
+
+def test_korean_pages_show_no_english_interface_word_as_they_run(visit):
+    """What the reader meets on a Korean page once its scripts have run: the theme's menus, the
+    copy buttons' tooltips, the collapsed cells, all in Korean (the words: locale/ko/.../sphinx.po)."""
+    found = {}
+    for docname in [d for d in PAGES if d.startswith("ko/")]:
+        for word in visit(docname).english:
+            if word not in SAME_IN_EVERY_LANGUAGE:
+                found.setdefault(word, docname)
+    assert not found, "English on Korean pages:\n" + "\n".join(f"  {w} ({d})" for w, d in found.items())
 
 
 # The heaviest page, chapter 6, measured the same way (WEIGHT) on the book as it was before it became one

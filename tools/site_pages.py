@@ -41,6 +41,8 @@ SWITCH_TEXT = {
 FIXED_ATTRIBUTES = ["Main", "Page", "Toggle hidden content"]
 FIXED_TEXTS = [f"{verb} code cell {kind}" for verb in ("Show", "Hide")
                for kind in ("source", "content", "output", "outputs")]
+# ... and by scripts as the page runs (sphinx-copybutton's tooltips): site-words.js.
+SCRIPT_WORDS = ["Copy", "Copy to clipboard", "Copied!", "Failed to copy"]
 
 
 def fixed_words() -> dict[str, str]:
@@ -52,6 +54,9 @@ def fixed_words() -> dict[str, str]:
 def translate_fixed_words(app) -> None:
     if getattr(app.builder, "format", "") != "html":
         return
+    said = {w: str(_(w)) for w in SCRIPT_WORDS if str(_(w)) != w}
+    app.add_js_file(None, body=f"window.SITE_WORDS = {json.dumps(said, ensure_ascii=False)};", priority=200)
+    app.add_js_file("site-words.js", priority=900)
     words = fixed_words()
     if not words:
         return
