@@ -220,6 +220,23 @@ def landing_page(config: dict, built: list[str]) -> str:
                           font_css=font)
 
 
+MARKER = ".normlib-site"     # in every folder this writes: it may empty that folder next time
+
+
+def prepare(out: Path) -> None:
+    """Start from an empty site folder: a page of an earlier build (the one-book layout's
+    chapters/, another language) must not stay behind. Only a folder this tool wrote, or
+    _build/html, is emptied; any other non-empty folder is refused."""
+    if out.exists() and any(out.iterdir()):
+        if not ((out / MARKER).exists() or out == DEFAULT_OUT):
+            raise SystemExit(f"--out {out}: expected an empty folder or one tools/website.py built "
+                             f"(with {MARKER}), found other files there; choose another folder")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("Built by tools/website.py (make book); emptied by its next build.\n",
+                              encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the site's folder (default _build/html)")
@@ -236,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = args.lang or list(languages(config))
     for lang in wanted:
         languages(config).get(lang) or parser.error(f"no language {lang!r} in {CONFIG.name}")
-    out.mkdir(parents=True, exist_ok=True)
+    prepare(out)
     start = time.monotonic()
     procs = {}
     for lang in wanted:
