@@ -167,19 +167,29 @@ def mm(value: str) -> float:
     return float(m[1]) * {"mm": MM, "cm": 10 * MM, "in": 96, "pt": 96 / 72, "px": 1}[m[2]]
 
 
-def read_pdf(data: bytes, out: Printout) -> None:
+def read_pdf(data: bytes, out: Printout, bottom_margin: float) -> None:
+    """The PDF's pages, text, fonts of Hangul and images into ``out``. The text is the page
+    area's, without the math: what is in the bottom margin (``bottom_margin`` px: the page
+    numbers) is left out, or a line wrapped across two pages would read with the page number
+    inside it."""
     reader = PdfReader(io.BytesIO(data))
     out.pages = len(reader.pages)
     texts = []
+    above = bottom_margin * 72 / 96                 # PDF units (pt) from the page's bottom edge
 
     def visit(text, cm, tm, font, size):
+        y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]   # where the text starts, from the bottom
+        # Math is drawn in MathJax's fonts, which Chromium embeds as Type 3, after the rest of
+        # the page: left out, it cannot come between the two parts of a line wrapped across pages.
+        if y >= above and (font or {}).get("/Subtype") != "/Type3":
+            texts.append(text)
         if has_hangul(text):
             out.hangul_fonts.add(str((font or {}).get("/BaseFont", "(no font name)")))
 
     for page in reader.pages:
-        texts.append(page.extract_text(visitor_text=visit))
+        page.extract_text(visitor_text=visit)
         out.images += [image.image for image in page.images]
-    out.text = flat("\n".join(texts))
+    out.text = flat("".join(texts))
 
 
 @pytest.fixture(scope="module")
@@ -206,14 +216,14 @@ def printed(browser, offline_site):
                 out.problems.append(f"{ready['rendered']} of {ready['views']} widget views rendered")
             out.interface = page.evaluate(INTERFACE_TEXTS, INTERFACE)
             out.pictures = [_png(b) for b in page.evaluate(EXPLORER_PICTURES)]
-            data = page.pdf(format="A4")
-            (ARTIFACTS / f"{lang}_{chapter}.pdf").write_bytes(data)
-            read_pdf(data, out)
-
             page.emulate_media(media="print")
             out.facts = page.evaluate(PRINT_FACTS)
             # Without an @page rule, page.pdf() prints with no margins.
             top, right, bottom, left = (mm(v) for v in (out.facts["margins"] or [["0px"] * 4])[-1])
+            data = page.pdf(format="A4")
+            (ARTIFACTS / f"{lang}_{chapter}.pdf").write_bytes(data)
+            read_pdf(data, out, bottom)
+
             page.set_viewport_size({"width": round(A4[0] - left - right), "height": 900})
             page.wait_for_timeout(200)
             height = page.evaluate("document.documentElement.scrollHeight")
