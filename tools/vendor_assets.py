@@ -15,6 +15,8 @@ and a bare Linux machine has no Korean font. This file
      notebook stores widget state load these);
    - ``fonts/`` NanumGothic (Hangul only, regular and bold) and ``nanum-gothic.css`` (ours);
    - ``print.css`` (ours): the pages on paper, linked with media="print";
+   - ``accessibility.css`` and ``widgets/widgets-a11y.js`` (ours): contrast and focus rings in
+     both colour modes, and names and keys for the widgets' controls (tests/test_accessibility.py);
 
 3. as a Sphinx extension (``sphinx: local_extensions:`` in _config.yml), does 1 and 2 at the start
    of every build and points ``mathjax_path``, ``nb_ipywidgets_js`` and ``html_css_files`` at the
@@ -51,6 +53,8 @@ REQUIREJS = "offline/widgets/require.js"
 WIDGETS_EMBED = "offline/widgets/html-manager/embed-amd.js"
 FONT_CSS = "offline/nanum-gothic.css"
 PRINT_CSS = "offline/print.css"
+A11Y_CSS = "offline/accessibility.css"
+WIDGETS_A11Y = "offline/widgets/widgets-a11y.js"
 # Where a widget module that embed-amd.js does not contain would be looked up, relative to
 # widgets-setup.js's baseUrl: on this host, never a CDN. Only built-in widgets are vendored.
 THIRD_PARTY_WIDGETS = "third-party/"
@@ -80,6 +84,8 @@ FROM_OWN: list[tuple[str, str]] = [
     ("widgets-setup.js", "widgets"),
     ("nanum-gothic.css", "."),
     ("print.css", "."),
+    ("accessibility.css", "."),
+    ("widgets-a11y.js", "widgets"),
 ]
 PACKAGES = ["mathjax", "requirejs", "@jupyter-widgets/html-manager", "@fontsource/nanum-gothic"]
 
@@ -137,7 +143,7 @@ def _versions() -> str:
     for name in PACKAGES:
         meta = json.loads((NODE_MODULES / name / "package.json").read_text(encoding="utf-8"))
         lines.append(f"  {name}@{meta['version']}  license: {meta.get('license', '?')}")
-    lines.append("Ours (tools/offline_book/): widgets/widgets-setup.js, nanum-gothic.css, print.css")
+    lines.append("Ours (tools/offline_book/): " + ", ".join(f"{d}/{n}".removeprefix("./") for n, d in FROM_OWN))
     return "\n".join(lines) + "\n"
 
 
@@ -220,9 +226,10 @@ def _configure(app, config) -> None:
         REQUIREJS: {},
         # No data-jupyter-widgets-cdn-only: its mere presence switches CDN-only mode on.
         WIDGETS_EMBED: {"data-jupyter-widgets-cdn": THIRD_PARTY_WIDGETS},
+        WIDGETS_A11Y: {},            # names and keys for the controls the widget manager draws
     }
     # The print stylesheet last, after the theme's: it overrides the theme on paper.
-    config.html_css_files = [*config.html_css_files, FONT_CSS, (PRINT_CSS, {"media": "print"})]
+    config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, (PRINT_CSS, {"media": "print"})]
     if ASSETS.name not in config.html_static_path:
         config.html_static_path = [*config.html_static_path, ASSETS.name]
     logger.info(f"offline book: {size_report()}")
