@@ -316,8 +316,15 @@ def test_pictures_are_shown_at_their_own_pixel_width():
     import PIL.Image
 
     live = widgets.live_explorer("en")
-    width = PIL.Image.open(io.BytesIO(live.image.png)).width
-    assert live.image.layout.width == f"{width}px" and live.image.layout.max_width == "100%"
     static = widgets.static_explorer("en", layouts=("table",))
-    leaf = static.leaves[0]
-    assert leaf.image.layout.width == f"{PIL.Image.open(io.BytesIO(leaf.image.png)).width}px"
+    for picture in (live.image, static.leaves[0].image):
+        width, height = PIL.Image.open(io.BytesIO(picture.png)).size
+        assert f'width="{width}" height="{height}" style="max-width: 100%; height: auto;"' in picture.value
+        assert picture.layout.max_width == "100%" and picture.layout.width is None
+
+
+def test_the_pictures_of_an_explorer_share_one_layout_and_style():
+    """Each widget stores its layout and style models in the page: shared, not one per picture."""
+    static = widgets.static_explorer("en", layouts=("table", "sequence"))
+    assert len({id(leaf.image.layout) for leaf in static.leaves}) == 1
+    assert len({id(leaf.image.style) for leaf in static.leaves}) == 1

@@ -31,6 +31,7 @@ import ipywidgets as W
 import PIL.Image
 import torch
 from ipywidgets.widgets.widget_link import Link
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .. import axes
 from .. import functional as _F
@@ -97,21 +98,23 @@ class Picture(W.HTML):
     and cannot be given one (its ``tooltip`` throws in the page's widget manager: the Image model
     has no description). This is an HTML widget holding the ``<img>``, its bytes in a data: URL,
     base64 as the Image widget's stored state would hold them. It is shown at its own pixel width
-    (never stretched, which blurs its text; narrower on a phone: max_width).
+    (never stretched, which blurs its text; narrower on a phone: max-width).
+
+    ``look`` (``layout=``, ``style=``) lets many pictures share one layout and one style model:
+    each widget would otherwise store its own (about 1.5 kB of defaults per picture in the page).
     """
 
-    def __init__(self, png: bytes = b"", alt: str = ""):
-        super().__init__(layout=W.Layout(width="auto", max_width="100%"))
+    def __init__(self, png: bytes = b"", alt: str = "", **look):
+        super().__init__(**look)
         self.show(png, alt)
 
     def show(self, png: bytes, alt: str) -> None:
         self.png, self.alt = png, alt
         if not png:
-            self.value, self.layout.width = "", "auto"
+            self.value = ""
             return
         width, height = PIL.Image.open(io.BytesIO(png)).size
         data = base64.b64encode(png).decode("ascii")
-        self.layout.width = f"{width}px"
         self.value = (f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" width="{width}" '
                       f'height="{height}" style="max-width: 100%; height: auto;">')
 
@@ -131,6 +134,10 @@ class _Builder:
         self.lang, self.dpi = lang, dpi
         self.leaves: List[Leaf] = []
         self.links: List[Link] = []
+        self.look = {"layout": W.Layout(max_width="100%"), "style": HTMLStyle()}   # one for all pictures
+
+    def picture(self, drawing) -> Picture:
+        return Picture(_png(drawing.fig, self.dpi), drawing.alt, **self.look)
 
     def choose(self, options: Sequence[str], children: Sequence[W.Widget], css: str, label: str) -> W.VBox:
         selector = W.ToggleButtons(options=list(options), description=text(label, self.lang),
@@ -155,7 +162,7 @@ class _Builder:
         share = viz.block_sharing(shape, method, layout, num_groups)
         for which in range(share.num_statistics):
             drawing = viz.block_figure(shape, method, self.lang, layout=layout, num_groups=num_groups, which=which)
-            image = Picture(_png(drawing.fig, self.dpi), drawing.alt)
+            image = self.picture(drawing)
             self.leaves.append(Leaf(path + (which,), drawing.labels, drawing.highlighted, image))
             images.append(image)
         return self.slide(len(images), images)
@@ -196,7 +203,7 @@ def static_explorer(
             path = (layout, method)
             if layout == "table":
                 drawing = viz.table_figure(table, method, lang, show="normalized")
-                image = Picture(_png(drawing.fig, dpi), drawing.alt)
+                image = b.picture(drawing)
                 b.leaves.append(Leaf(path, drawing.groups, None, image))
                 children.append(image)
             elif method == "group":
@@ -257,7 +264,7 @@ class LiveExplorer(W.VBox):
                                     readout_format=".0e")
         self.offset = W.FloatSlider(value=0.0, min=-10.0, max=10.0, step=0.5, description=text("input_offset", lang),
                                     style=style)
-        self.image = Picture()
+        self.image = Picture(layout=W.Layout(max_width="100%"))
         self.status = W.HTML()
         self.last_error: Optional[str] = None
         controls = [self.method, W.HBox([self.n, self.c, self.hw]), W.HBox([self.g, self.which]),
