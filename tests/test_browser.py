@@ -208,6 +208,35 @@ def test_korean_pages_show_no_english_interface_word_as_they_run(visit):
     assert not found, "English on Korean pages:\n" + "\n".join(f"  {w} ({d})" for w, d in found.items())
 
 
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_headers_sidebar_buttons_open_the_tables_of_contents(browser, book_url, lang):
+    """The ☰ button a reader sees opens the book's table of contents on a phone (a dialog) and
+    hides the sidebar on a wide screen; the page's table-of-contents button opens it on a phone.
+    (The themes listen on a hidden button only; tools/site_templates/static/site.js forwards.)"""
+    docname = f"{lang}/chapters/{lang}/03_batchnorm"
+    state = """() => ({
+      primaryDialog: document.getElementById('pst-primary-sidebar-modal')?.open ?? null,
+      secondaryDialog: document.getElementById('pst-secondary-sidebar-modal')?.open ?? null,
+      sidebarHidden: document.getElementById('pst-primary-sidebar').classList.contains('pst-sidebar-hidden')})"""
+    context = isolated_context(browser, book_url)
+    try:
+        page = context.new_page()
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.goto(f"{book_url}/{docname}.html", wait_until="load")
+        page.locator(".bd-header-article .primary-toggle").click()
+        assert page.wait_for_function(f"({state})().primaryDialog === true", timeout=TIMEOUT_MS)
+        page.keyboard.press("Escape")
+        page.locator(".bd-header-article .secondary-toggle").click()
+        assert page.wait_for_function(f"({state})().secondaryDialog === true", timeout=TIMEOUT_MS)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(f"{book_url}/{docname}.html", wait_until="load")
+        assert page.evaluate(state)["sidebarHidden"] is False
+        page.locator(".bd-header-article .primary-toggle").click()
+        assert page.wait_for_function(f"({state})().sidebarHidden === true", timeout=TIMEOUT_MS)
+    finally:
+        context.close()
+
+
 # The heaviest page, chapter 6, measured the same way (WEIGHT) on the book as it was before it became one
 # book per language (issue 19: one Jupyter Book with both languages, commit fe8204c): every
 # response's bytes, MathJax, the widget manager and the fonts included. It must not grow.

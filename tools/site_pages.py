@@ -41,7 +41,7 @@ SWITCH_TEXT = {
 FIXED_ATTRIBUTES = ["Main", "Page", "Toggle hidden content"]
 FIXED_TEXTS = [f"{verb} code cell {kind}" for verb in ("Show", "Hide")
                for kind in ("source", "content", "output", "outputs")]
-# ... and by scripts as the page runs (sphinx-copybutton's tooltips): site-words.js.
+# ... and by scripts as the page runs (sphinx-copybutton's tooltips): site.js.
 SCRIPT_WORDS = ["Copy", "Copy to clipboard", "Copied!", "Failed to copy"]
 
 
@@ -56,7 +56,7 @@ def translate_fixed_words(app) -> None:
         return
     said = {w: str(_(w)) for w in SCRIPT_WORDS if str(_(w)) != w}
     app.add_js_file(None, body=f"window.SITE_WORDS = {json.dumps(said, ensure_ascii=False)};", priority=200)
-    app.add_js_file("site-words.js", priority=900)
+    app.add_js_file("site.js", priority=900)
     words = fixed_words()
     if not words:
         return
@@ -205,6 +205,28 @@ def without_other_language_link(text: str, lang: str) -> str:
     return json.dumps(notebook, ensure_ascii=False) if changed else text
 
 
+# Sphinx's search page speaks from _static/translations.js, written from Sphinx's own Korean
+# script catalogue, which the project's .po does not reach: its words are laid over it here.
+TRANSLATIONS_JS = re.compile(r"(Documentation\.addTranslations\()(\{.*\})(\);?\s*)$", re.S)
+
+
+def script_catalogue_words(app, exception) -> None:
+    path = Path(app.outdir) / "_static" / "translations.js"
+    if exception is not None or getattr(app.builder, "format", "") != "html" or not path.exists():
+        return
+    match = TRANSLATIONS_JS.search(path.read_text(encoding="utf-8"))
+    if not match:
+        raise RuntimeError(f"{path}: not the Documentation.addTranslations({{...}}) Sphinx writes")
+    catalogue = json.loads(match.group(2))
+    messages = catalogue.get("messages", {})
+    for english, said in messages.items():
+        ours = str(_(english))
+        if isinstance(said, str) and ours != english:
+            messages[english] = ours
+    path.write_text(match.group(1) + json.dumps(catalogue, ensure_ascii=False, indent=1) + match.group(3),
+                    encoding="utf-8")
+
+
 def setup(app):
     app.connect("config-inited", configure)
     app.connect("builder-inited", theme_words_first)
@@ -212,4 +234,5 @@ def setup(app):
     app.add_css_file("site.css")
     app.connect("source-read", localise_source)
     app.connect("html-page-context", add_switch)
+    app.connect("build-finished", script_catalogue_words)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
