@@ -1,8 +1,8 @@
 """A chapter printed, or saved as PDF, from the built site: what a teacher hands out.
 
-Chromium prints (``page.pdf()``, A4) a Korean and an English chapter page, each of the chapter
-with the explorers (6) and of chapter 3, served from 127.0.0.1 with every request to another host
-aborted. pypdf 7.1 reads the PDFs:
+Chromium prints (``page.pdf()``, A4) the Korean and the English page of chapter 6 (the explorers)
+and of chapter 9 (the widest equation, long code lines), served from 127.0.0.1 with every request
+to another host aborted. pypdf 7.1 reads the PDFs:
 
 - no interface on paper: no text that only the sidebars, the article header (launch, download,
   search, colour mode, the language switch), the theme's printed "Contents", Previous/Next or the
@@ -16,7 +16,10 @@ aborted. pypdf 7.1 reads the PDFs:
   Korean pages have such runs;
 - the figures: at least as many images as the notebook shows image outputs, and each explorer's
   current picture is among them, pixel for pixel;
-- the math is shown on paper (every MathJax element has a box under print emulation);
+- the math is shown on paper: every MathJax element has a box under print emulation, and no
+  display equation starts left of the text column or ends past the right margin (the theme's
+  right-to-left layout of an equation and its number ran a wide one off the paper's left edge);
+- nothing is wider than the paper's text column (under print emulation at its width);
 - dark mode prints as light mode: with the theme switched to dark, the page under print emulation
   is drawn pixel for pixel as in light mode;
 - the page count is at most PAGE_SLACK times the chapter's length laid out continuously at the
@@ -45,11 +48,9 @@ from pypdf import PdfReader
 from helpers import ROOT, has_hangul
 from tools.local_site import isolated_context, serve
 
-pytestmark = pytest.mark.browser
-
 ARTIFACTS = ROOT / "test-artifacts" / "print"
 TIMEOUT_MS = 15_000
-CHAPTERS = ["06_family", "03_batchnorm"]
+CHAPTERS = ["06_family", "09_distributed"]    # the explorers; the widest equation
 PAGES = [(lang, chapter) for chapter in CHAPTERS for lang in ("ko", "en")]
 MM = 96 / 25.4                       # CSS px per millimetre
 A4 = (210 * MM, 297 * MM)
@@ -123,6 +124,11 @@ PRINT_FACTS = """() => {
     hiddenMath: hidden('.bd-article mjx-container'),
     figures: document.querySelectorAll(FIGURES).length,
     hiddenFigures: hidden(FIGURES),
+    // Display equations: how far each starts left of the text column and ends right of it (px).
+    equations: Array.from(document.querySelectorAll('.bd-article mjx-container[display="true"] > mjx-math'), m => {
+      const column = document.querySelector('.bd-article').getBoundingClientRect(), box = m.getBoundingClientRect();
+      return [column.left - box.left, box.right - column.right, m.parentElement.textContent.slice(0, 40)];
+    }),
   };
 }"""
 
@@ -146,6 +152,7 @@ class Printout:
     facts: dict = field(default_factory=dict)
     continuous_pages: float = 0.0
     pages_without_print_css: int = 0
+    right_margin: float = 0.0                          # px
     dark_as_light: bool = False
     problems: list[str] = field(default_factory=list)  # requests to other hosts, JavaScript errors
     seconds: float = 0.0
@@ -216,17 +223,20 @@ def printed(browser, offline_site):
             if ready["rendered"] < ready["views"]:
                 out.problems.append(f"{ready['rendered']} of {ready['views']} widget views rendered")
             out.interface = page.evaluate(INTERFACE_TEXTS, INTERFACE)
-            out.pictures = [_png(b) for b in page.evaluate(EXPLORER_PICTURES)]
+            out.pictures = [Image.open(io.BytesIO(base64.b64decode(b))) for b in page.evaluate(EXPLORER_PICTURES)]
             page.emulate_media(media="print")
             out.facts = page.evaluate(PRINT_FACTS)
             # Without an @page rule, page.pdf() prints with no margins.
             top, right, bottom, left = (mm(v) for v in (out.facts["margins"] or [["0px"] * 4])[-1])
+            out.right_margin = right
             data = page.pdf(format="A4")
             (ARTIFACTS / f"{lang}_{chapter}.pdf").write_bytes(data)
             read_pdf(data, out, bottom)
 
             page.set_viewport_size({"width": round(A4[0] - left - right), "height": 900})
             page.wait_for_timeout(200)
+            out.facts["equations"] = page.evaluate(PRINT_FACTS)["equations"]   # at the page's width
+            out.facts["too_wide"] = page.evaluate("document.documentElement.scrollWidth - innerWidth")
             height = page.evaluate("document.documentElement.scrollHeight")
             out.continuous_pages = height / (A4[1] - top - bottom)
             light = page.screenshot(full_page=True)
@@ -246,10 +256,6 @@ def printed(browser, offline_site):
         yield load
         context.close()
     _report(cache)
-
-
-def _png(b64: str):
-    return Image.open(io.BytesIO(base64.b64decode(b64)))
 
 
 def _pixels(png: bytes):
@@ -353,6 +359,10 @@ def test_the_figures_explorers_and_math_are_printed(printed, lang, chapter):
             f"{lang}/{chapter}: explorer picture {index} ({picture.size}) is not in the PDF"
     f = p.facts
     assert f["math"] > 0 and f["hiddenMath"] == 0, f"{lang}/{chapter}: math on paper: {f}"
+    off_paper = [(text, round(before), round(after)) for before, after, text in f["equations"]
+                 if before > 1 or after > p.right_margin]
+    assert not off_paper, f"{lang}/{chapter}: display equations running off the paper (text, px left of the " \
+                          f"column, px right of it; the right margin is {p.right_margin:.0f} px): {off_paper}"
     assert f["figures"] > 0 and f["hiddenFigures"] == 0, f"{lang}/{chapter}: figures on paper: {f}"
 
 
@@ -363,6 +373,14 @@ def _rgb(image):
         paper = Image.new("RGBA", rgba.size, "white")
         return Image.alpha_composite(paper, rgba).convert("RGB")
     return image.convert("RGB")
+
+
+@pytest.mark.parametrize("lang,chapter", PAGES)
+def test_nothing_is_wider_than_the_paper(printed, lang, chapter):
+    """Chromium shrinks a whole printout to fit content wider than the page (the text of every
+    page smaller for one long equation), or, printing anyway, cuts it at the paper's edge."""
+    too_wide = printed(lang, chapter).facts["too_wide"]
+    assert too_wide <= 0, f"{lang}/{chapter}: the page is {too_wide} px wider than the paper's text column"
 
 
 @pytest.mark.parametrize("lang,chapter", PAGES)

@@ -14,7 +14,8 @@ and a bare Linux machine has no Korean font. This file
      ``widgets/html-manager/embed-amd.js`` with the icon fonts it requests (only pages whose
      notebook stores widget state load these);
    - ``fonts/`` NanumGothic (Hangul only, regular and bold) and ``nanum-gothic.css`` (ours);
-   - ``print.css`` (ours): the pages on paper, linked with media="print";
+   - ``print.css`` (ours): the pages on paper, linked with media="print", and ``print.js`` (ours),
+     which gives it each display equation's width so that none is wider than the paper;
    - ``accessibility.css`` and ``widgets/widgets-a11y.js`` (ours): contrast and focus rings in
      both colour modes, and names and keys for the widgets' controls (tests/test_accessibility.py);
 
@@ -53,6 +54,7 @@ REQUIREJS = "offline/widgets/require.js"
 WIDGETS_EMBED = "offline/widgets/html-manager/embed-amd.js"
 FONT_CSS = "offline/nanum-gothic.css"
 PRINT_CSS = "offline/print.css"
+PRINT_JS = "offline/print.js"
 A11Y_CSS = "offline/accessibility.css"
 WIDGETS_A11Y = "offline/widgets/widgets-a11y.js"
 # Where a widget module that embed-amd.js does not contain would be looked up, relative to
@@ -84,6 +86,7 @@ FROM_OWN: list[tuple[str, str]] = [
     ("widgets-setup.js", "widgets"),
     ("nanum-gothic.css", "."),
     ("print.css", "."),
+    ("print.js", "."),
     ("accessibility.css", "."),
     ("widgets-a11y.js", "widgets"),
 ]
@@ -230,6 +233,7 @@ def _configure(app, config) -> None:
     }
     # The print stylesheet last, after the theme's: it overrides the theme on paper.
     config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, (PRINT_CSS, {"media": "print"})]
+    config.html_js_files = [*config.html_js_files, PRINT_JS]
     if ASSETS.name not in config.html_static_path:
         config.html_static_path = [*config.html_static_path, ASSETS.name]
     logger.info(f"offline book: {size_report()}")
