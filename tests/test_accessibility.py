@@ -1,0 +1,275 @@
+"""Accessibility of the built site (`make book`), in headless Chromium with axe-core.
+
+- Every page of both books, their search and index pages and the landing page: no critical or
+  serious axe-core violation, in the light and in the dark colour mode (tools/axe_audit.py: every
+  rule in light mode, then the colour rules again once the page is switched to dark in place).
+  A failure lists each rule, its impact and the failing nodes. axe-core's version is the one
+  package.json pins (a development dependency, injected from node_modules: the browser context
+  reaches no other host).
+- Switching a page to dark in place gives the colours of the same page loaded in dark mode, so
+  the dark pass sees what a reader in dark mode sees.
+- The audit can fail: a page with an image without alt text and a paragraph readable in light mode
+  only is caught, the paragraph by the dark pass.
+- The family chapter's explorer (chapter 6, each language) by keyboard alone: Tab stops at every
+  control it shows; each has a name, in the page's language with its group's label (a method's
+  button says "BatchNorm" in a group labelled 정규화 방법 / method); the chosen button is marked
+  pressed; the focus ring is visible; Enter, Space and the arrow keys change the picture, whose alt
+  text says what it shows, in the page's language.
+
+Each page's violations (all impacts) are saved to test-artifacts/accessibility/;
+`python -m tools.axe_audit <site>` prints the counts by impact and rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from helpers import ROOT, has_hangul, site_pages, unavailable
+from tools.axe_audit import AXE, AXE_VERSION, COLOUR_RULES, READY, SWITCH, audit, blocking, describe, site_html_pages
+from tools.local_site import isolated_context, serve
+
+ARTIFACTS = ROOT / "test-artifacts" / "accessibility"
+TIMEOUT_MS = 15_000
+LANGS = sorted({page.split("/")[0] for page in site_pages()})
+PAGES = ([f"{page}.html" for page in site_pages()]
+         + [f"{lang}/{special}.html" for lang in LANGS for special in ("search", "genindex")] + ["index.html"])
+
+
+@pytest.fixture(scope="module")
+def site_url(offline_site):
+    if not AXE.exists():
+        unavailable(f"{AXE.relative_to(ROOT)} not found: run npm ci (axe-core is a devDependency)",
+                    "the accessibility tests must run")
+    with serve(offline_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def axe_page(browser, site_url):
+    """One page of one isolated context for the whole module: each audit navigates it."""
+    context = isolated_context(browser, site_url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
+
+
+def test_axe_is_the_pinned_version():
+    installed = json.loads((AXE.parent / "package.json").read_text(encoding="utf-8"))["version"] \
+        if AXE.exists() else None
+    if installed is None:
+        unavailable("axe-core is not installed: run npm ci", "the accessibility tests must run")
+    assert installed == AXE_VERSION, f"node_modules has axe-core {installed}, package.json pins {AXE_VERSION}: npm ci"
+
+
+def test_every_page_of_the_site_is_audited(offline_site):
+    built = set(site_html_pages(offline_site))
+    assert built == set(PAGES), (f"pages built but not audited: {sorted(built - set(PAGES))}; "
+                                 f"audited but not built: {sorted(set(PAGES) - built)}")
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_no_critical_or_serious_violation_in_either_colour_mode(axe_page, site_url, page_path):
+    found = audit(axe_page, f"{site_url}/{page_path}")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / (page_path.replace("/", "_").removesuffix(".html") + ".json")).write_text(
+        json.dumps(found, ensure_ascii=False, indent=1), encoding="utf-8")
+    problems = {mode: blocking(violations) for mode, violations in found.items()}
+    assert not any(problems.values()), f"{page_path}: " + "\n".join(
+        f"[{mode} mode]\n{describe(v)}" for mode, v in problems.items() if v)
+
+
+# The colours of every element shown, to compare a page switched to dark in place with the same
+# page loaded in dark mode.
+COLOURS = """() => Array.from(document.querySelectorAll('body *'))
+  .filter(e => e.getClientRects().length && !e.closest('mjx-container'))
+  .map(e => { const s = getComputedStyle(e);
+              return [e.tagName + '.' + (e.getAttribute('class') || '').split(' ')[0],
+                      [s.color, s.backgroundColor, s.borderTopColor, s.outlineColor].join(' ')]; })"""
+
+
+def test_switching_to_dark_in_place_shows_the_dark_page(browser, site_url):
+    page_path = "ko/chapters/ko/06_family.html"   # the theme, code, outputs, widgets, a figure
+    loaded_dark = isolated_context(browser, site_url)
+    loaded_dark.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+    switched = isolated_context(browser, site_url)
+    try:
+        colours = {}
+        for name, context in (("loaded", loaded_dark), ("switched", switched)):
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{site_url}/{page_path}", wait_until="load")
+            theme = page.evaluate(READY)
+            if name == "switched":
+                assert theme == "light", f"a fresh context shows the {theme} mode"
+                page.evaluate(SWITCH, "dark")
+            else:
+                assert theme == "dark", f"localStorage mode=dark gave the {theme} mode"
+            colours[name] = page.evaluate(COLOURS)
+    finally:
+        loaded_dark.close()
+        switched.close()
+    loaded, shown = colours["loaded"], colours["switched"]
+    assert len(loaded) == len(shown) > 100, (len(loaded), len(shown))
+    differ = [(a[0], a[1], b[1]) for a, b in zip(loaded, shown) if a != b]
+    assert not differ, f"{len(differ)} elements coloured otherwise when switched in place: {differ[:5]}"
+
+
+TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+BROKEN_PAGE = f"""<!DOCTYPE html>
+<html lang="en" data-theme="light"><head><meta charset="utf-8"><title>A page with two faults</title>
+<style>
+  body {{ background: #fff; color: #222; }}
+  html[data-theme=dark] body {{ background: #121212; color: #ddd; }}
+  html[data-theme=dark] p.faint {{ color: #333; }}
+</style></head>
+<body><main><h1>Two faults</h1><p class="faint">Readable in light mode, not in dark mode.</p>
+<img src="data:image/png;base64,{TINY_PNG}" width="20" height="20"></main></body></html>
+"""
+
+
+def test_the_audit_finds_a_missing_alt_and_a_contrast_only_dark_mode_has(browser, site_url, tmp_path):
+    (tmp_path / "broken.html").write_text(BROKEN_PAGE, encoding="utf-8")
+    with serve(tmp_path) as url:
+        context = isolated_context(browser, url)
+        try:
+            found = audit(context.new_page(), f"{url}/broken.html")
+        finally:
+            context.close()
+    rules = {mode: {v["id"] for v in blocking(violations)} for mode, violations in found.items()}
+    assert rules["light"] == {"image-alt"}, rules
+    assert rules["dark"] == {"color-contrast"}, rules     # the dark pass runs the colour rules only
+    assert set(COLOUR_RULES) >= rules["dark"]
+
+
+# --- The family chapter's explorer by keyboard ---------------------------------------------------
+
+CONTROLS = ('button, [role="slider"], [contenteditable="true"], input, select, textarea, a[href], '
+            '[tabindex]:not([tabindex="-1"])')
+
+# Marks every control the explorer shows (data-probe = its index) and focuses the last focusable
+# element before the explorer, so that the next Tab enters it.
+PREPARE = """(selector) => {
+  const explorer = document.querySelector('.normlib-explorer');
+  const shown = e => e.getClientRects().length && !e.disabled && getComputedStyle(e).visibility !== 'hidden';
+  const inside = Array.from(explorer.querySelectorAll(selector)).filter(shown);
+  inside.forEach((e, i) => e.setAttribute('data-probe', String(i)));
+  const before = Array.from(document.querySelectorAll(selector)).filter(
+    e => shown(e) && !explorer.contains(e) && (e.compareDocumentPosition(explorer) & Node.DOCUMENT_POSITION_FOLLOWING));
+  before[before.length - 1].focus();
+  return inside.length;
+}"""
+
+FOCUSED = """() => {
+  const a = document.activeElement;
+  const style = getComputedStyle(a);
+  return { probe: a.getAttribute('data-probe'), inside: !!a.closest('.normlib-explorer'),
+           ring: style.outlineStyle !== 'none' ? parseFloat(style.outlineWidth) : 0 };
+}"""
+
+# The explorer's one visible picture: its alt text and a hash of its bytes (a data: URL).
+PICTURE = """() => {
+  const shown = Array.from(document.querySelector('.normlib-explorer').querySelectorAll('img'))
+    .filter(i => i.offsetParent !== null && i.getClientRects().length);
+  if (shown.length !== 1) return { count: shown.length };
+  let h = 0;
+  for (let i = 0; i < shown[0].src.length; i++) h = (h * 31 + shown[0].src.charCodeAt(i)) | 0;
+  return { count: 1, alt: shown[0].getAttribute('alt'), hash: h };
+}"""
+
+
+def ax_of(cdp, expression: str) -> dict:
+    """The accessibility tree's node of the element ``expression`` evaluates to: role, name and
+    states (Chromium's own computation, as a screen reader gets it)."""
+    handle = cdp.send("Runtime.evaluate", {"expression": expression})["result"]
+    if "objectId" not in handle:
+        return {}
+    node_id = cdp.send("DOM.describeNode", {"objectId": handle["objectId"]})["node"]["backendNodeId"]
+    node = cdp.send("Accessibility.getPartialAXTree", {"backendNodeId": node_id, "fetchRelatives": False})["nodes"][0]
+    return {"role": node.get("role", {}).get("value"), "name": (node.get("name", {}).get("value") or "").strip(),
+            **{p["name"]: p["value"].get("value") for p in node.get("properties", [])}}
+
+
+def in_language(text: str, lang: str) -> bool:
+    return has_hangul(text) if lang == "ko" else bool(re.search(r"[A-Za-z]{2,}", text)) and not has_hangul(text)
+
+
+def changed_picture(page, before: dict) -> dict:
+    """The visible picture once it differs from ``before`` (or what is shown after the timeout)."""
+    page.wait_for_function(f"() => {{ const p = ({PICTURE})(); return p.count === 1 && p.hash !== {before['hash']}; }}",
+                           timeout=TIMEOUT_MS)
+    return page.evaluate(PICTURE)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_family_explorer_works_by_keyboard_in_the_pages_language(browser, site_url, lang):
+    page_path = f"{lang}/chapters/{lang}/06_family.html"
+    foreign: list[str] = []
+    context = isolated_context(browser, site_url, foreign)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(f"{site_url}/{page_path}", wait_until="load")
+        page.evaluate(READY)
+        explorer = page.locator(".normlib-explorer").first
+        explorer.scroll_into_view_if_needed()
+        cdp = context.new_cdp_session(page)
+
+        # 1. Tab reaches every control the explorer shows, each named in the page's language.
+        controls = page.evaluate(PREPARE, CONTROLS)
+        assert controls >= 10, f"{page_path}: {controls} controls shown (3 layouts, 5 methods, the slider)"
+        stops = []
+        for _ in range(controls + 5):
+            page.keyboard.press("Tab")
+            focused = page.evaluate(FOCUSED)
+            if not focused["inside"]:
+                break
+            node = ax_of(cdp, "document.activeElement")
+            group = ax_of(cdp, "document.activeElement.closest('[role=group]')")
+            stops.append({**focused, **node, "group": group.get("name", "")})
+        assert sorted(int(s["probe"]) for s in stops) == list(range(controls)), \
+            f"{page_path}: Tab stopped at {[s['probe'] for s in stops]} of the {controls} controls shown"
+        problems = []
+        for s in stops:
+            said = f"{s['group']} {s['name']}".strip()
+            if s["role"] not in ("button", "slider", "textbox") or not s["name"]:
+                problems.append(f"control {s['probe']}: role {s['role']!r}, name {s['name']!r}")
+            elif not in_language(said, lang):
+                problems.append(f"control {s['probe']} ({s['role']}) is called {said!r}: not in the page's language")
+            if s["ring"] < 2:
+                problems.append(f"control {s['probe']} ({s['role']} {s['name']!r}): focus ring {s['ring']}px")
+        buttons = [s for s in stops if s["role"] == "button"]
+        for group in {s["group"] for s in buttons}:
+            pressed = [s["name"] for s in buttons if s["group"] == group and s.get("pressed") == "true"]
+            if not group or len(pressed) != 1:
+                problems.append(f"buttons of group {group!r}: pressed {pressed} (one must be)")
+        assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+        # 2. Keys change the picture; its alt text follows, in the page's language.
+        first = page.evaluate(PICTURE)
+        assert first["count"] == 1 and "BatchNorm" in first["alt"] and in_language(first["alt"], lang), first
+        methods = explorer.locator(".normlib-method").first.locator("button")
+        methods.nth(1).focus()
+        page.keyboard.press("Enter")
+        layer = changed_picture(page, first)
+        assert "LayerNorm" in layer["alt"] and methods.nth(1).get_attribute("aria-pressed") == "true", layer
+        page.keyboard.press("ArrowRight")                     # along the row, as in a radio group
+        instance = changed_picture(page, layer)
+        assert "InstanceNorm" in instance["alt"] and methods.nth(2).get_attribute("aria-pressed") == "true", instance
+        assert page.evaluate("document.activeElement.textContent.trim()") == "InstanceNorm"
+        methods.nth(0).focus()
+        page.keyboard.press("Space")
+        back = changed_picture(page, instance)
+        assert back == first, f"{page_path}: back on BatchNorm, another picture: {back['alt']!r}"
+        handle = explorer.locator(".normlib-which:visible .noUi-handle")
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        second = changed_picture(page, back)
+        statistic_1 = "통계 1번" if lang == "ko" else "statistic 1"
+        assert statistic_1 in second["alt"] and in_language(second["alt"], lang), second
+    finally:
+        context.close()
+    assert not foreign, f"requests to other hosts: {foreign}"
