@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -157,7 +158,7 @@ def main(argv: list[str]) -> int:
 
     results = {}
     with serve(args.site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+        browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), headless=True,
                                     args=["--no-sandbox", "--disable-gpu"])
         context = isolated_context(browser, url)
         page = context.new_page()
