@@ -1,7 +1,8 @@
 """Accessibility of the built site (`make book`), in headless Chromium with axe-core.
 
-- Every page of both books, their search and index pages and the landing page: no critical or
-  serious axe-core violation, in the light and in the dark colour mode (tools/axe_audit.py: every
+- Every page of both books, their search and index pages and the landing page, a search's results
+  and a page opened from them: no critical or serious axe-core violation, in the light and in the
+  dark colour mode (tools/axe_audit.py: every
   rule in light mode, then the colour rules again once the page is switched to dark in place).
   A failure lists each rule, its impact and the failing nodes. axe-core's version is the one
   package.json pins (a development dependency, injected from node_modules: the browser context
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -36,6 +38,11 @@ TIMEOUT_MS = 15_000
 LANGS = sorted({page.split("/")[0] for page in site_pages()})
 PAGES = ([f"{page}.html" for page in site_pages()]
          + [f"{lang}/{special}.html" for lang in LANGS for special in ("search", "genindex")] + ["index.html"])
+# What search shows: its results (the searched words marked in titles and excerpts), and a page
+# opened from them (Sphinx marks the words there too).
+QUERY = {"ko": "정규화", "en": "variance"}
+SEARCHED = ([f"{lang}/search.html?q={quote(QUERY[lang])}" for lang in LANGS]
+            + [f"{lang}/chapters/{lang}/03_batchnorm.html?highlight={quote(QUERY[lang])}" for lang in LANGS])
 
 
 @pytest.fixture(scope="module")
@@ -71,15 +78,18 @@ def test_every_page_of_the_site_is_audited(offline_site):
                                  f"audited but not built: {sorted(set(PAGES) - built)}")
 
 
-@pytest.mark.parametrize("page_path", PAGES)
+@pytest.mark.parametrize("page_path", PAGES + SEARCHED)
 def test_no_critical_or_serious_violation_in_either_colour_mode(axe_page, site_url, page_path):
     found = audit(axe_page, f"{site_url}/{page_path}")
+    if "?q=" in page_path:
+        assert axe_page.locator("#search-results li").count(), f"{unquote(page_path)}: no result listed"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / (page_path.replace("/", "_").removesuffix(".html") + ".json")).write_text(
-        json.dumps(found, ensure_ascii=False, indent=1), encoding="utf-8")
+    name = re.sub(r"[/?=%]+", "_", page_path.replace(".html", ""))
+    (ARTIFACTS / f"{name}.json").write_text(json.dumps(found, ensure_ascii=False, indent=1), encoding="utf-8")
     problems = {mode: blocking(violations) for mode, violations in found.items()}
-    assert not any(problems.values()), f"{page_path}: " + "\n".join(
-        f"[{mode} mode]\n{describe(v)}" for mode, v in problems.items() if v)
+    if any(problems.values()):
+        pytest.fail(f"{unquote(page_path)}: critical or serious violations\n" + "\n".join(
+            f"[{mode} mode]\n{describe(v)}" for mode, v in problems.items() if v), pytrace=False)
 
 
 # The colours of every element shown, to compare a page switched to dark in place with the same

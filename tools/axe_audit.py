@@ -36,13 +36,22 @@ MODES = ("light", "dark")
 # text around them by colour alone (1.4.1). color-contrast-enhanced (AAA) is off by default.
 COLOUR_RULES = ("color-contrast", "link-in-text-block")
 
-# What a reader sees once the page has settled: math typeset, widgets drawn, web fonts loaded.
+# What a reader sees once the page has settled: math typeset, widgets drawn, search results listed,
+# web fonts loaded.
 READY = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
   const deadline = Date.now() + 10000;
   while (views && Date.now() < deadline && document.querySelectorAll('.widget-subarea > *').length < views) {
     await new Promise(r => setTimeout(r, 100));
+  }
+  // a search page with a query: its results listed, and their excerpts (fetched one by one)
+  if (document.getElementById('search-results') && new URLSearchParams(location.search).get('q')) {
+    const listed = () => (document.querySelector('#search-results .search-summary') || {}).textContent;
+    const excerpts = () => Array.from(document.querySelectorAll('#search-results li'))
+      .every(li => li.querySelector('p.context'));
+    const until = Date.now() + 20000;
+    while (Date.now() < until && !(listed() && listed().trim() && excerpts())) await new Promise(r => setTimeout(r, 100));
   }
   await document.fonts.ready;
   return document.documentElement.dataset.theme || null;
