@@ -64,7 +64,8 @@ def axe_page(browser, site_url):
     context.close()
 
 
-def test_axe_is_the_pinned_version():
+def test_axe_is_the_pinned_version(offline_site):
+    """After the site's build, which runs npm ci on a fresh clone (tools/vendor_assets.py)."""
     installed = json.loads((AXE.parent / "package.json").read_text(encoding="utf-8"))["version"] \
         if AXE.exists() else None
     if installed is None:
