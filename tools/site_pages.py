@@ -38,7 +38,7 @@ SWITCH_TEXT = {
 # Words other packages write into a page in English only, not through a catalogue: sphinx-book-theme's
 # sidebar and print outline (aria-label), myst-nb's collapsed cells. Each is looked up in the page
 # language's catalogue (locale/<lang>/LC_MESSAGES/sphinx.po) as the page is written.
-FIXED_ATTRIBUTES = ["Main", "Page", "Toggle hidden content"]
+FIXED_ATTRIBUTES = ["Main", "Page"]   # (myst-nb's summary label is dropped: tools/accessibility.py)
 FIXED_TEXTS = [f"{verb} code cell {kind}" for verb in ("Show", "Hide")
                for kind in ("source", "content", "output", "outputs")]
 # ... and by scripts as the page runs (sphinx-copybutton's tooltips): site.js.
@@ -80,10 +80,6 @@ def counterpart(docname: str, lang: str, other: str) -> str:
     return f"chapters/{other}/{docname[len(prefix):]}" if docname.startswith(prefix) else docname
 
 
-def other_languages(app) -> list[str]:
-    return [other for other in SWITCH_TEXT.get(app.config.language, {})]
-
-
 def switch_href(pagename: str, lang: str, other: str) -> str:
     """Relative URL from ``<out>/<lang>/<pagename>.html`` to ``<out>/<other>/<its page>.html``."""
     up = "../" * (pagename.count("/") + 1)
@@ -95,7 +91,7 @@ def add_switch(app, pagename, templatename, context, doctree) -> None:
     context["language_switches"] = [
         {"href": switch_href(pagename, lang, other), "lang": other,
          "text": SWITCH_TEXT[lang][other][0], "label": SWITCH_TEXT[lang][other][1]}
-        for other in other_languages(app)
+        for other in SWITCH_TEXT.get(lang, {})
     ]
 
 
