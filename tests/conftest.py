@@ -35,7 +35,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from helpers import PERTURBED_RUN, ROOT, chromium_browser, running_in_ci, start_perturbed
+from helpers import PERTURBED_RUN, ROOT, chromium_browser, running_in_ci, start_early, start_perturbed
 
 settings.register_profile(
     "default",
@@ -138,11 +138,21 @@ def browser():
 
 
 def pytest_collection_finish(session):
-    """When the perturbed-numerics tests are selected, start their re-execution of every chapter
-    right away, in a process of its own with one notebook at a time: it runs on the second core
-    while this session runs everything else (most of which uses one), instead of after it.
-    test_perturbed_numerics.py waits for it; under pytest-xdist each worker runs its own."""
-    if hasattr(session.config, "workerinput") or not any(
+    """Start the slow work that runs in other processes right away, so it runs on the second core
+    while this session runs everything else (most of which uses one), instead of in line:
+
+    - the selected test modules' EARLY set-up (helpers.start_early: nbgrader's release, autograde,
+      feedback of a copied course);
+    - when the perturbed-numerics tests are selected, their re-execution of every chapter, in a
+      process of its own with one notebook at a time. test_perturbed_numerics.py waits for it;
+      under pytest-xdist each worker runs its own.
+    """
+    if hasattr(session.config, "workerinput"):
+        return
+    for module in {item.module for item in session.items if getattr(item, "module", None) is not None}:
+        for name, work in getattr(module, "EARLY", {}).items():
+            start_early(name, work)
+    if not any(
             item.path.name == "test_perturbed_numerics.py" and item.name.startswith("test_chapter_outputs")
             for item in session.items):
         return

@@ -48,7 +48,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, early
 from tools import build_assignments, classroom
 
 STEMS = build_assignments.stems()
@@ -147,18 +147,31 @@ def test_the_course_config_sets_a_cell_timeout_and_restores_deleted_tests():
 
 # --------------------------------------------------------------------------- release and validate, all ten
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    """A copy of assignments/ (sources and config only), released by tools/classroom.py."""
-    course = tmp_path_factory.mktemp("class") / "assignments"
+def _released_course(folder: Path) -> tuple[Path, list[dict]]:
+    """A copy of assignments/ (sources and config only), released by tools/classroom.py (nbgrader's
+    processes: started early, beside the rest of the session, see EARLY), and what release said."""
+    course = folder / "assignments"
     shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns(
         "release", "submitted", "autograded", "feedback", "gradebook.db*", "*.csv", ".ipynb_checkpoints"))
-    return course
+    return course, classroom.release(course)
+
+
+EARLY = {"released course": _released_course}
 
 
 @pytest.fixture(scope="module")
-def released(course) -> list[dict]:
-    return classroom.release(course)
+def _course_and_release() -> tuple[Path, list[dict]]:
+    return early("released course", _released_course)
+
+
+@pytest.fixture(scope="module")
+def course(_course_and_release) -> Path:
+    return _course_and_release[0]
+
+
+@pytest.fixture(scope="module")
+def released(_course_and_release) -> list[dict]:
+    return _course_and_release[1]
 
 
 def test_each_source_scores_full_marks_and_each_release_zero(released):

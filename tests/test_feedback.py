@@ -40,7 +40,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from helpers import ROOT, hangul_without_nanum, has_hangul
+from helpers import ROOT, early, hangul_without_nanum, has_hangul
 from tools import feedback_pages
 
 STEM = "01_layernorm"
@@ -101,11 +101,11 @@ def _comment(course: Path, student: str, name: str, text: str) -> None:
         gradebook.db.commit()
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
+def _graded_course(folder: Path) -> Path:
     """A copy of assignments/ (sources, config, templates), released, handed in, autograded,
-    commented and given feedback, all through tools/classroom.py."""
-    course = tmp_path_factory.mktemp("feedback") / "assignments"
+    commented and given feedback, all through tools/classroom.py (nbgrader's processes: started
+    early, beside the rest of the session, see EARLY)."""
+    course = folder / "assignments"
     shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns(
         "release", "submitted", "autograded", "feedback", "gradebook.db*", "*.csv", ".ipynb_checkpoints"))
     _classroom(course, "release", *NAMES)
@@ -125,6 +125,14 @@ def course(tmp_path_factory) -> Path:
         _comment(course, f"partial_{name[-2:]}", name, COMMENT[name[-2:]])
     _classroom(course, "feedback", *NAMES)
     return course
+
+
+EARLY = {"feedback course": _graded_course}
+
+
+@pytest.fixture(scope="module")
+def course() -> Path:
+    return early("feedback course", _graded_course)
 
 
 @pytest.fixture(scope="module")
