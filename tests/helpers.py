@@ -122,9 +122,7 @@ def running_in_ci() -> bool:
 
 # --- Text of the chapters ------------------------------------------------------------------------
 
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from tools.local_site import CHROMIUM, launch_chromium  # noqa: E402  (one launcher for tests and tools)
 
 
 def unavailable(msg: str, what: str = "the browser tests must run"):
@@ -145,7 +143,7 @@ def chromium_browser(purpose: str):
     except ImportError:
         unavailable("Python Playwright is not installed: pip install -r requirements.txt", purpose)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
         yield browser
         browser.close()
 

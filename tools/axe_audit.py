@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -163,12 +162,11 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"{AXE} not found: run npm ci (axe-core {AXE_VERSION} is a devDependency)")
     from playwright.sync_api import sync_playwright
 
-    from tools.local_site import isolated_context, serve
+    from tools.local_site import isolated_context, launch_chromium, serve
 
     results = {}
     with serve(args.site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), headless=True,
-                                    args=["--no-sandbox", "--disable-gpu"])
+        browser = launch_chromium(p)
         context = isolated_context(browser, url)
         page = context.new_page()
         for name in site_html_pages(args.site):

@@ -10,6 +10,7 @@ measure the built site in Chromium (tools/search_recall.py):
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from contextlib import contextmanager
@@ -62,3 +63,15 @@ def isolated_context(browser, book_url: str, seen: list[str] | None = None):
 
     context.route(elsewhere, abort)
     return context
+
+
+# Debian's Chromium (which .ci/run installs), headless, reaching nothing by itself: the one way the
+# tests, tools/search_recall.py and tools/axe_audit.py start it.
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def launch_chromium(playwright):
+    """``playwright.chromium`` started as the book's checks start it (Playwright's sync API)."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)

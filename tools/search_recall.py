@@ -18,7 +18,6 @@ and the browser reaches no other host. tests/test_search.py asserts the same mea
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -28,15 +27,13 @@ from urllib.parse import urljoin, urlsplit
 
 from bs4 import BeautifulSoup
 
-from tools.local_site import isolated_context, serve
+from tools.local_site import isolated_context, launch_chromium, serve
 
 KOREAN_QUERIES = ["정규화", "분산", "평균", "이동 평균", "역전파", "기울기", "모멘텀", "배치 크기", "채널",
                   "표준편차", "통계", "특성", "샘플", "학습", "추론", "층", "매개변수", "잔차 연결", "합성곱"]
 ENGLISH_QUERIES = ["normalization", "variance", "running mean", "backward", "gradient", "momentum",
                    "batch size", "channel", "standard deviation", "statistics", "feature", "residual"]
 QUERIES = {"ko": KOREAN_QUERIES, "en": ENGLISH_QUERIES}
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 # searchtools.js writes a summary line when it has listed every result (or found none).
 SEARCH_DONE = """() => {
@@ -202,7 +199,7 @@ def run(sites: list[Path], langs: list[str]) -> dict[tuple[int, str], list[Row]]
 
     results = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
         for i, site in enumerate(sites):
             with serve(site) as url:
                 context = isolated_context(browser, url)
