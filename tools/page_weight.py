@@ -107,9 +107,9 @@ def served_size(path: str, body: bytes) -> int:
     return min(len(body), len(gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)))
 
 
-def site_pages(site: Path) -> list[str]:
+def site_pages(site: Path | None = None) -> list[str]:
     """The landing page, then per language: its book's pages (tools/website.py's table of contents),
-    its general index and its search page, those whose HTML exists in ``site``."""
+    its general index and its search page (with ``site``: those whose HTML exists there)."""
     from tools.website import CONFIG, TOC, language_toc, languages, load, toc_files
 
     config, toc = load(CONFIG), load(TOC)
@@ -118,7 +118,7 @@ def site_pages(site: Path) -> list[str]:
     for lang in langs:
         pages += [f"{lang}/{f}" for f in toc_files(language_toc(toc, lang, langs))]
         pages += [f"{lang}/genindex", f"{lang}/search"]
-    return [p for p in pages if (site / f"{p}.html").exists()]
+    return [p for p in pages if site is None or (site / f"{p}.html").exists()]
 
 
 def measure(browser, url: str, site: Path, page_name: str) -> Weight:

@@ -1,0 +1,50 @@
+"""Sphinx extension of the book (both languages' builds): what every page loaded and did not use.
+
+Measured with tools/page_weight.py on the Korean chapter 2 (first load, gzip; the icons are
+tools/icons.py's, the Korean font tools/korean_font.py's):
+
+- pydata-sphinx-theme 0.17 writes Sphinx's search tools into every page's head for its
+  search-as-you-type (``searchtools.js`` 6.4 kB, ``language_data.js`` 0.7 kB and the book's whole
+  ``searchindex.js``, 45 kB; 193 kB to parse, in Korean). That feature is off
+  (``search_as_you_type = False``, the theme's default: the header's search box sends the query
+  to search.html, and the theme's script returns before touching ``Search`` when it is off). The
+  search page itself loads them as before. 52 kB less on every other page.
+- sphinx-book-theme's launch menu (chapter pages) holds the Binder and Colab logos as ``<img>``
+  in a menu hidden until opened: fetched on every load (``logo_colab.png`` 7.6 kB,
+  ``logo_binder.svg`` 0.6 kB). They get ``loading="lazy"``, which Chromium and Firefox honour for
+  an image that is not displayed: fetched when the menu opens.
+
+Left as they are, needed or small: MathJax (263 kB and its fonts, only on pages with math),
+the theme's stylesheets (pydata-sphinx-theme.css 66 kB), Bootstrap (24 kB), print.css (4 kB, for
+printing without a network).
+"""
+
+from __future__ import annotations
+
+import re
+
+SEARCH_TOOLS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|'
+                          r'searchindex\.js)"></script>\n?')
+MENU_IMAGE = re.compile(r'<img (?![^>]*loading=)([^>]*src="[^"]*_static/images/logo_[a-z]+\.(?:png|svg)"[^>]*)>')
+
+
+def lighter(page: str, pagename: str) -> str:
+    if pagename != "search":
+        page = SEARCH_TOOLS.sub("", page)
+    return MENU_IMAGE.sub(r'<img loading="lazy" \1>', page)
+
+
+def wrap_render(app) -> None:
+    if getattr(app.builder, "format", "") != "html":
+        return
+    render = app.builder.templates.render
+
+    def rendered(template: str, context: dict) -> str:
+        return lighter(render(template, context), context.get("pagename", ""))
+
+    app.builder.templates.render = rendered
+
+
+def setup(app):
+    app.connect("builder-inited", wrap_render)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
