@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench-widgets bench bench-fold bench-dyt \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-fold bench-dyt \
 	assignments assignments-release autograde feedback repository
 
 $(STAMP): requirements.txt pyproject.toml
@@ -94,10 +94,6 @@ bench-fold: $(STAMP)
 ## writes benchmarks/results/dyt.{md,json}.
 bench-dyt: $(STAMP)
 	$(PY) benchmarks/dyt.py
-
-## Time one update of the live explorer (target < 150 ms); writes benchmarks/results/live_explorer.md.
-bench-widgets: $(STAMP)
-	$(PY) benchmarks/live_explorer.py
 
 ## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
 ## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing

@@ -131,6 +131,15 @@ def offline_site(built_site) -> Path:
 
 
 @pytest.fixture(scope="session")
+def book_url(offline_site):
+    """The built book over HTTP on 127.0.0.1, a free port, for the whole session."""
+    from tools.local_site import serve
+
+    with serve(offline_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def browser():
     """Headless Chromium for the whole session, shared by test_browser.py (the book) and
     test_feedback.py (the feedback pages): Playwright's sync API allows one at a time."""

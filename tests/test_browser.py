@@ -10,9 +10,8 @@
 - Korean text is drawn with the book's NanumGothic web font: the font is loaded, and Chromium
   (asked through the DevTools protocol which fonts it used for each element's text) drew every
   visible element holding Hangul with it, not with a font that has no Hangul (boxes);
-- pages that store Jupyter widget state render their widgets;
-- on the family chapter, with no kernel, the static explorer's method buttons and its
-  which-statistic slider change the picture shown.
+- pages that store Jupyter widget state render their widgets (the explorers, mounted by the book's
+  anywidget loader; what they compute and how a reader works them: test_explorer.py).
 
 Only what needs a real browser is checked here; what can be read in the built HTML is in
 test_book.py and test_offline_site.py.
@@ -24,27 +23,18 @@ never needed. Without Chromium or Playwright the tests skip, except on CI (CI=tr
 
 from __future__ import annotations
 
-import contextlib
-import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import pytest
 
 from helpers import ROOT, hangul_without_nanum, site_pages
-from tools.local_site import isolated_context, serve
+from tools.local_site import isolated_context
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 15_000
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PAGES = site_pages() + ["index"]   # both books' pages (ko/chapters/ko/06_family, ...) and the landing page
-
-
-@pytest.fixture(scope="session")
-def book_url(offline_site):
-    """The built book over HTTP on 127.0.0.1, a free port, for the whole session."""
-    with serve(offline_site) as url:
-        yield url
 
 
 @dataclass
@@ -83,8 +73,8 @@ MEASURE = """async ({ hasWidgets }) => {
     nanumLoaded: nanum.some(f => f.status === 'loaded'),
     nanumCheck: document.fonts.check('16px NanumGothic', '가'),
     widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
-    widgetAreas: document.querySelectorAll('.widget-subarea').length,
-    widgetElements: document.querySelectorAll('.widget-subarea [class*="widget-"]').length,
+    widgetAreas: document.querySelectorAll('.anywidget-view').length,
+    widgetElements: document.querySelectorAll('.anywidget-view .nx [data-stat]').length,
   };
 }"""
 
@@ -262,127 +252,4 @@ def test_pages_with_widget_state_render_their_widgets(visit, offline_site):
         assert f["widgetViews"] > 0, f"{docname}: widget state but no widget view"
         assert f["widgetAreas"] >= f["widgetViews"], \
             f"{docname}: {f['widgetAreas']} of {f['widgetViews']} widget views rendered"
-        assert f["widgetElements"] >= f["widgetViews"], f"{docname}: widget areas without .widget-* elements"
-
-
-VISIBLE_PICTURE = """(root) => {
-  const shown = Array.from(root.querySelectorAll('img')).filter(i => i.offsetParent !== null && i.getClientRects().length);
-  return shown.map(i => i.src.slice(-120));
-}"""
-
-
-@contextlib.contextmanager
-def family_explorer(browser, book_url, lang):
-    """The family chapter's static page (no kernel), scrolled to its explorer: yields (docname,
-    page, explorer, problems). After the block, ``problems`` holds every request to another host
-    and every JavaScript error the visit caused."""
-    docname = f"{lang}/chapters/{lang}/06_family"
-    if docname not in PAGES:
-        pytest.fail(f"{docname} is not in the {lang} book (_toc.yml)")
-    foreign, errors = [], []
-    context = isolated_context(browser, book_url, foreign)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    problems: list[str] = []
-    try:
-        page.goto(f"{book_url}/{docname}.html", wait_until="load")
-        explorer = page.locator(".normlib-explorer").first
-        explorer.wait_for(state="visible")
-        explorer.scroll_into_view_if_needed()
-        yield docname, page, explorer, problems
-    finally:
-        context.close()
-        problems.extend(foreign + errors)
-
-
-@pytest.mark.parametrize("lang", ["ko", "en"])
-def test_clicking_a_method_in_the_static_explorer_changes_the_picture(browser, book_url, lang):
-    """On the family chapter, with no kernel: the explorer's first method selector switches the
-    visible picture (checked in the DOM and on screenshots, saved as artifacts)."""
-    with family_explorer(browser, book_url, lang) as (docname, page, explorer, problems):
-        methods = explorer.locator(".normlib-method").first
-        buttons = methods.locator("button")
-        assert buttons.count() == 5, f"{docname}: {buttons.count()} method buttons in the image layout"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        before_src = explorer.evaluate(VISIBLE_PICTURE)
-        before_png = explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_explorer_batch.png"))
-        assert len(before_src) == 1, f"{docname}: {len(before_src)} pictures visible at once"
-        shots = {}
-        for index, name in ((2, "instance"), (1, "layer")):
-            buttons.nth(index).click()
-            page.wait_for_function("([root, old]) => { const i = Array.from(root.querySelectorAll('img'))"
-                                   ".filter(i => i.offsetParent !== null); return i.length === 1 && !i[0].src.endsWith(old); }",
-                                   arg=[explorer.element_handle(), before_src[0]])
-            after_src = explorer.evaluate(VISIBLE_PICTURE)
-            assert after_src != before_src, f"{docname}: clicking {name} did not change the picture"
-            assert "mod-active" in (buttons.nth(index).get_attribute("class") or "")
-            shots[name] = explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_explorer_{name}.png"))
-        assert len({before_png, shots["instance"], shots["layer"]}) == 3, "screenshots did not change"
-    assert not problems, problems
-
-
-# The picture the explorer shows: its <img> is re-created from a new blob: URL at every switch, so
-# the URL changing says nothing; the bytes behind it (SHA-256, computed in the page) say which.
-SHOWN_PICTURE = """async (root) => {
-  const shown = Array.from(root.querySelectorAll('img')).filter(i => i.offsetParent !== null && i.getClientRects().length);
-  if (shown.length !== 1) return { count: shown.length };
-  const bytes = await (await fetch(shown[0].src)).arrayBuffer();
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-  return { count: 1, size: bytes.byteLength, sha: Array.from(digest, b => b.toString(16).padStart(2, '0')).join('') };
-}"""
-
-
-def shown_picture(explorer, other_than: str | None = None) -> dict:
-    """The explorer's visible picture; with ``other_than``, waits until it is another one."""
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
-    while True:
-        shown = explorer.evaluate(SHOWN_PICTURE)
-        if shown["count"] == 1 and shown["sha"] != other_than:
-            return shown
-        if time.monotonic() > deadline:
-            return shown
-        time.sleep(0.1)
-
-
-@pytest.mark.parametrize("lang", ["ko", "en"])
-def test_the_which_statistic_slider_changes_the_picture_without_a_kernel(browser, book_url, lang):
-    """On the family chapter's static page (no kernel), moving the explorer's which-statistic
-    slider, with the keyboard and with the mouse, shows another picture for every value, and
-    the same picture again when it comes back."""
-    with family_explorer(browser, book_url, lang) as (docname, page, explorer, problems):
-        slider = explorer.locator(".normlib-which:visible")
-        assert slider.count() == 1, f"{docname}: {slider.count()} which-statistic sliders visible"
-        handle = slider.locator(".noUi-handle")
-        readout = slider.locator(".widget-readout")
-        top = int(float(handle.get_attribute("aria-valuemax")))
-        assert top >= 2 and readout.inner_text().strip() == "0", (top, readout.inner_text())
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shown = {0: shown_picture(explorer)}
-        assert shown[0]["count"] == 1, f"{docname}: {shown[0]['count']} pictures visible at once"
-        explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_slider_0.png"))
-
-        handle.focus()
-        page.keyboard.press("ArrowRight")                      # the keyboard: one step
-        shown[1] = shown_picture(explorer, other_than=shown[0]["sha"])
-        assert readout.inner_text().strip() == "1", f"{docname}: the slider did not move to 1"
-        explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_slider_1.png"))
-
-        box, grip = slider.locator(".noUi-base").bounding_box(), handle.bounding_box()
-        y = grip["y"] + grip["height"] / 2
-        page.mouse.move(grip["x"] + grip["width"] / 2, y)      # the mouse: drag to the far end
-        page.mouse.down()
-        page.mouse.move(box["x"] + box["width"] + 20, y, steps=10)
-        page.mouse.up()
-        shown[top] = shown_picture(explorer, other_than=shown[1]["sha"])
-        assert readout.inner_text().strip() == str(top), f"{docname}: the slider did not move to {top}"
-        explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_slider_{top}.png"))
-
-        page.keyboard.press("Home")                            # and back to the first statistic
-        back = shown_picture(explorer, other_than=shown[top]["sha"])
-        assert readout.inner_text().strip() == "0", f"{docname}: the slider did not go back to 0"
-    assert all(s["count"] == 1 for s in shown.values()), f"{docname}: pictures shown {shown}"
-    assert len({s["sha"] for s in shown.values()}) == 3, \
-        f"{docname}: moving the slider (0 → 1 → {top}) did not change the picture each time: {shown}"
-    assert back.get("sha") == shown[0]["sha"], f"{docname}: back at 0, another picture than at first"
-    assert not problems, problems
+        assert f["widgetElements"] >= f["widgetViews"], f"{docname}: explorers that drew no cell"

@@ -3,8 +3,8 @@ every page that axe-core finds inaccessible, fixed where it is written.
 
 tests/test_accessibility.py runs axe-core on every page in Chromium, in the light and the dark
 colour mode; these are the violations of the built pages that do not come from the book's own
-content (the explorers' widgets are normlib.book.widgets' and tools/offline_book/widgets-a11y.js's,
-focus rings tools/offline_book/accessibility.css's):
+content (the explorer is normlib.book.explorer's, with its own names, keys and focus rings in
+explorer.js and explorer.css):
 
 - pydata-sphinx-theme's search field and colour-mode button (templates in tools/a11y_templates/,
   put before the theme's): each had an aria-label that left out text shown inside it, so a voice

@@ -46,10 +46,10 @@ def serve(directory: Path):
         server.server_close()
 
 
-def isolated_context(browser, book_url: str, seen: list[str] | None = None):
-    """A browser context whose requests to any host but the book's are aborted (and appended to
-    ``seen`` when given): nothing leaves the machine."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+def isolated_context(browser, book_url: str, seen: list[str] | None = None, width: int = 1280):
+    """A browser context ``width`` pixels wide whose requests to any host but the book's are aborted
+    (and appended to ``seen`` when given): nothing leaves the machine."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, service_workers="block")
     host = urlsplit(book_url).netloc
 
     def elsewhere(url: str) -> bool:

@@ -1,6 +1,6 @@
 """Make the HTML book load nothing from another host: vendor its browser assets from npm.
 
-Sphinx, myst-nb and the theme load MathJax, RequireJS and the Jupyter widget manager from CDNs,
+Sphinx and myst-nb load MathJax (and the Jupyter widget manager) from CDNs,
 and a bare Linux machine has no Korean font. This file
 
 1. runs ``npm ci`` (the exact versions in package.json / package-lock.json) when node_modules is
@@ -10,14 +10,14 @@ and a bare Linux machine has no Korean font. This file
 
    - ``mathjax/tex-chtml.js`` (the combined TeX-to-CommonHTML component Sphinx loads) and the
      ``output/chtml/fonts/woff-v2`` fonts it requests at run time;
-   - ``widgets/require.js``, ``widgets/widgets-setup.js`` (ours, see tools/offline_book/) and
-     ``widgets/html-manager/embed-amd.js`` with the icon fonts it requests (only pages whose
-     notebook stores widget state load these);
+   - ``widgets/anywidget-loader.js`` (ours, see tools/offline_book/): mounts the book's anywidget
+     explorers from the widget state stored in the page (only pages whose notebook stores widget
+     state load it; no widget manager, no RequireJS);
    - ``fonts/`` NanumGothic (Hangul only, regular and bold) and ``nanum-gothic.css`` (ours);
    - ``print.css`` (ours): the pages on paper, linked with media="print", and ``print.js`` (ours),
      which gives it each display equation's width so that none is wider than the paper;
-   - ``accessibility.css`` and ``widgets/widgets-a11y.js`` (ours): contrast and focus rings in
-     both colour modes, and names and keys for the widgets' controls (tests/test_accessibility.py);
+   - ``accessibility.css`` (ours): contrast and focus rings in both colour modes
+     (tests/test_accessibility.py);
 
 3. as a Sphinx extension (``sphinx: local_extensions:`` in _config.yml), does 1 and 2 at the start
    of every build and points ``mathjax_path``, ``nb_ipywidgets_js`` and ``html_css_files`` at the
@@ -49,19 +49,13 @@ OWN = Path(__file__).resolve().parent / "offline_book"   # our own small JS and 
 
 # Paths as Sphinx takes them (relative to _static/).
 MATHJAX_PATH = "offline/mathjax/tex-chtml.js"
-WIDGETS_SETUP = "offline/widgets/widgets-setup.js"
-REQUIREJS = "offline/widgets/require.js"
-WIDGETS_EMBED = "offline/widgets/html-manager/embed-amd.js"
+WIDGETS_LOADER = "offline/widgets/anywidget-loader.js"
 FONT_CSS = "offline/nanum-gothic.css"
 PRINT_CSS = "offline/print.css"
 PRINT_JS = "offline/print.js"
 A11Y_CSS = "offline/accessibility.css"
-WIDGETS_A11Y = "offline/widgets/widgets-a11y.js"
-# Where a widget module that embed-amd.js does not contain would be looked up, relative to
-# widgets-setup.js's baseUrl: on this host, never a CDN. Only built-in widgets are vendored.
-THIRD_PARTY_WIDGETS = "third-party/"
 
-NO_NPM = ("npm not found: the book will load MathJax, require.js and the widget manager from CDNs, "
+NO_NPM = ("npm not found: the book will load MathJax from a CDN, "
           "so it needs a network connection; install Node.js/npm for a fully offline book")
 
 # (folder under node_modules, file names or glob patterns, destination folder under OUT).
@@ -74,23 +68,18 @@ FROM_NPM: list[tuple[str, list[str], str]] = [
     ("mathjax/es5", ["tex-chtml.js"], "mathjax"),
     ("mathjax/es5/output/chtml/fonts/woff-v2", ["*.woff"], "mathjax/output/chtml/fonts/woff-v2"),
     ("mathjax", ["LICENSE"], "mathjax"),
-    ("requirejs", ["require.js"], "widgets"),
-    # The browser takes the first format it supports of each @font-face, woff2 for all current
-    # ones; the .eot/.ttf/.svg/.woff copies of the same icon fonts are never requested.
-    ("@jupyter-widgets/html-manager/dist", ["embed-amd.js", "*.woff2"], "widgets/html-manager"),
     ("@fontsource/nanum-gothic/files",
      ["nanum-gothic-korean-400-normal.woff2", "nanum-gothic-korean-700-normal.woff2"], "fonts"),
     ("@fontsource/nanum-gothic", ["LICENSE"], "fonts"),
 ]
 FROM_OWN: list[tuple[str, str]] = [
-    ("widgets-setup.js", "widgets"),
+    ("anywidget-loader.js", "widgets"),
     ("nanum-gothic.css", "."),
     ("print.css", "."),
     ("print.js", "."),
     ("accessibility.css", "."),
-    ("widgets-a11y.js", "widgets"),
 ]
-PACKAGES = ["mathjax", "requirejs", "@jupyter-widgets/html-manager", "@fontsource/nanum-gothic"]
+PACKAGES = ["mathjax", "@fontsource/nanum-gothic"]
 
 
 def _say(msg: str) -> None:
@@ -114,14 +103,14 @@ def npm_ci(log: Callable[[str], None]) -> bool:
     if npm is None:
         log(NO_NPM)
         return False
-    log("offline book: npm ci (the pinned MathJax, RequireJS, widget manager and Korean font) ...")
+    log("offline book: npm ci (the pinned MathJax and Korean font) ...")
     result = subprocess.run(
         [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )
     if result.returncode != 0:
-        log(f"npm ci failed (exit {result.returncode}); the book will load MathJax, require.js and "
-            "the widget manager from CDNs, so it needs a network connection.\n"
+        log(f"npm ci failed (exit {result.returncode}); the book will load MathJax from a CDN, "
+            "so it needs a network connection.\n"
             + (result.stdout + result.stderr)[-3000:])
         return False
     return True
@@ -224,13 +213,9 @@ def _configure(app, config) -> None:
     if not complete:
         return
     config.mathjax_path = MATHJAX_PATH
-    config.nb_ipywidgets_js = {
-        WIDGETS_SETUP: {},           # must come first: configures RequireJS before it loads
-        REQUIREJS: {},
-        # No data-jupyter-widgets-cdn-only: its mere presence switches CDN-only mode on.
-        WIDGETS_EMBED: {"data-jupyter-widgets-cdn": THIRD_PARTY_WIDGETS},
-        WIDGETS_A11Y: {},            # names and keys for the controls the widget manager draws
-    }
+    # The pages' widgets are anywidgets (normlib.book.explorer): a loader of a few kB mounts them
+    # from the stored state, in place of RequireJS and the 3.6 MB Jupyter widget manager.
+    config.nb_ipywidgets_js = {WIDGETS_LOADER: {}}
     # The print stylesheet last, after the theme's: it overrides the theme on paper.
     config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, (PRINT_CSS, {"media": "print"})]
     config.html_js_files = [*config.html_js_files, PRINT_JS]

@@ -6,7 +6,7 @@ drawings, explorers, chapter 9's process launcher and chapters 10-11's tiny tran
 :mod:`.i18n`         every string a page prints or draws, in Korean and English
 :mod:`.examples`     the running 4 × 3 table, and ``within`` for rounding-level differences
 :mod:`.viz`          matplotlib drawings of which elements share one statistic
-:mod:`.widgets`      the explorers (static for the HTML book, live in JupyterLab)
+:mod:`.explorer`     the explorer (an anywidget: computes in the browser, on the page and in JupyterLab)
 :mod:`.launch`       start processes in one ``torch.distributed`` group (chapter 9)
 :mod:`.devices`      chapter 9's demo: one SyncBatchNorm step per split of the batch
 :mod:`.transformer`  chapters 10-11's tiny transformer (post-/pre-norm, causal or not), tasks, loop

@@ -16,6 +16,7 @@ from __future__ import annotations
 from normlib.book.i18n_ch10 import PAIRS as CH10_PAIRS
 from normlib.book.i18n_ch11 import PAIRS as CH11_PAIRS
 from normlib.book.i18n_checkers import PAIRS as CHECKER_PAIRS
+from normlib.book.i18n_explorer import PAIRS as EXPLORER_PAIRS
 
 __all__ = ["LANGS", "STRINGS", "check_lang", "text"]
 
@@ -365,7 +366,7 @@ def _merged(*tables: dict) -> dict:
     return merged
 
 
-_ALL = _merged(_PAIRS, CHECKER_PAIRS, CH10_PAIRS, CH11_PAIRS)
+_ALL = _merged(_PAIRS, CHECKER_PAIRS, CH10_PAIRS, CH11_PAIRS, EXPLORER_PAIRS)
 STRINGS = {
     "ko": {key: pair[0] for key, pair in _ALL.items()},
     "en": {key: pair[1] for key, pair in _ALL.items()},
