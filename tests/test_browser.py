@@ -45,8 +45,6 @@ class Visit:
     tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
     facts: dict = field(default_factory=dict)             # what the page reported after loading
     english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
-    weight: int = 0                                       # bytes of every response the page loaded
-    first_paint_ms: float | None = None                   # first contentful paint
 
 
 MEASURE = """async ({ hasWidgets }) => {
@@ -77,13 +75,6 @@ MEASURE = """async ({ hasWidgets }) => {
     widgetElements: document.querySelectorAll('.anywidget-view .nx [data-stat]').length,
   };
 }"""
-
-
-# What the page loaded (the page itself and every resource, decoded bytes) and its first paint.
-WEIGHT = """() => [
-  performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
-    .reduce((sum, e) => sum + (e.decodedBodySize || 0), 0),
-  performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null]"""
 
 
 # Every text and label a running page shows outside its chapter content (scripts' words included:
@@ -144,7 +135,6 @@ def visit(browser, book_url, offline_site):
         html = (offline_site / f"{docname}.html").read_text(encoding="utf-8")
         page.goto(f"{book_url}/{docname}.html", wait_until="load")
         v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
-        v.weight, v.first_paint_ms = page.evaluate(WEIGHT)
         v.english = page.evaluate(INTERFACE_WORDS)
         _, v.tofu = hangul_without_nanum(page, limit=400)
         page.screenshot(path=str(ARTIFACTS / f"{screenshot_name(docname)}.png"), full_page=True)
@@ -227,20 +217,7 @@ def test_the_headers_sidebar_buttons_open_the_tables_of_contents(browser, book_u
         context.close()
 
 
-# The heaviest page, chapter 6, measured the same way (WEIGHT) on the book as it was before it became one
-# book per language (issue 19: one Jupyter Book with both languages, commit fe8204c): every
-# response's bytes, MathJax, the widget manager and the fonts included. It must not grow.
-HEAVIEST = "06_family"
-WEIGHT_BEFORE_MB = {"ko": 9.64, "en": 9.66}
-
-
-@pytest.mark.parametrize("lang", ["ko", "en"])
-def test_the_heaviest_page_is_no_heavier_than_before(visit, lang):
-    v = visit(f"{lang}/chapters/{lang}/{HEAVIEST}")
-    print(f"\n{lang}/{HEAVIEST}: {v.weight / 1e6:.2f} MB loaded (before: {WEIGHT_BEFORE_MB[lang]} MB), "
-          f"first contentful paint {v.first_paint_ms:.0f} ms (one load on this machine: not asserted)")
-    assert v.weight > 1e6, "the page's responses were not counted"
-    assert v.weight <= WEIGHT_BEFORE_MB[lang] * 1e6, f"{v.weight / 1e6:.2f} MB, was {WEIGHT_BEFORE_MB[lang]} MB"
+# What each page weighs on its first load, and its budget: tests/test_page_weight.py.
 
 
 def test_pages_with_widget_state_render_their_widgets(visit, offline_site):
