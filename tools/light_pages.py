@@ -8,7 +8,11 @@ tools/icons.py's, the Korean font tools/korean_font.py's):
   ``searchindex.js``, 45 kB; 193 kB to parse, in Korean). That feature is off
   (``search_as_you_type = False``, the theme's default: the header's search box sends the query
   to search.html, and the theme's script returns before touching ``Search`` when it is off). The
-  search page itself loads them as before. 52 kB less on every other page.
+  search page itself loads them as before. 52 kB less on every other page. And a page opened
+  from the search results marks the searched words again, as Sphinx means it to: its
+  sphinx_highlight.js marks them only where ``Search`` is undefined (not on the search page),
+  so with the tools on every page it never did. (In light mode a marked word inside a link
+  is darker blue for contrast, tools/offline_book/accessibility.css.)
 - sphinx-book-theme's launch menu (chapter pages) holds the Binder and Colab logos as ``<img>``
   in a menu hidden until opened: fetched on every load (``logo_colab.png`` 7.6 kB,
   ``logo_binder.svg`` 0.6 kB). They get ``loading="lazy"``, which Chromium and Firefox honour for
