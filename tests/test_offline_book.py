@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-# embed-amd.js, the widget manager, is 3.6 MB of it; MathJax 1.5 MB, NanumGothic 0.8 MB.
+# MathJax is 1.5 MB of it (the widget manager, 3.6 MB, went with the anywidget explorer).
 VENDORED_LIMIT_MB = 6.5
 
 # Attributes through which a page makes the browser fetch something. <a href> is not among them:

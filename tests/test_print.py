@@ -14,8 +14,9 @@ to another host aborted. pypdf 7.1 reads the PDFs:
 - Hangul in NanumGothic: every run of text holding Hangul is drawn in a font named NanumGothic
   (the book's web font: a machine without Korean fonts would print boxes otherwise), and the
   Korean pages have such runs;
-- the figures: at least as many images as the notebook shows image outputs, and each explorer's
-  current picture is among them, pixel for pixel;
+- the figures: at least as many images as the notebook shows image outputs; each explorer prints
+  its current state (its drawing, the sentence that describes it and the chosen cell's formula are
+  in the PDF's text);
 - the math is shown on paper: every MathJax element has a box under print emulation, and no
   display equation starts left of the text column or ends past the right margin (the theme's
   right-to-left layout of an equation and its number ran a wide one off the paper's left edge);
@@ -32,7 +33,6 @@ test-artifacts/print/ for a human to look at.
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import math
@@ -69,10 +69,10 @@ READY = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
   const deadline = Date.now() + 10000;
-  while (Date.now() < deadline && document.querySelectorAll('.widget-subarea > *').length < views)
+  while (Date.now() < deadline && document.querySelectorAll('.anywidget-view .nx').length < views)
     await new Promise(r => setTimeout(r, 100));
   await document.fonts.ready;
-  return { views, rendered: document.querySelectorAll('.widget-subarea > *').length };
+  return { views, rendered: document.querySelectorAll('.anywidget-view .nx').length };
 }"""
 
 INTERFACE_TEXTS = """(selectors) => {
@@ -92,20 +92,13 @@ INTERFACE_TEXTS = """(selectors) => {
   return Array.from(texts);
 }"""
 
-# Each explorer's visible picture, as the bytes the page shows (a blob: URL).
-EXPLORER_PICTURES = """async () => {
-  const out = [];
-  for (const explorer of document.querySelectorAll('.normlib-explorer')) {
-    const shown = Array.from(explorer.querySelectorAll('img')).filter(i => i.offsetParent !== null);
-    for (const img of shown) {
-      const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
-      let text = '';
-      for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-      out.push(btoa(text));
-    }
-  }
-  return out;
-}"""
+# What each explorer shows of its current state: the sentence that describes it, the chosen cell's
+# formula and its cells (SVG rectangles, or the table's inputs), drawn in the browser.
+EXPLORER_STATE = """() => Array.from(document.querySelectorAll('.anywidget-view .nx'), (nx) => ({
+  summary: (nx.querySelector('.nx-summary') || {}).textContent || '',
+  formula: (nx.querySelector('.nx-formula') || {}).textContent || '',
+  cells: nx.querySelectorAll('[data-stat]').length,
+}))"""
 
 # Under print emulation: the @page margins the stylesheets set, and what would be hidden.
 PRINT_FACTS = """() => {
@@ -148,7 +141,7 @@ class Printout:
     hangul_fonts: set = field(default_factory=set)     # fonts of the runs of text holding Hangul
     images: list = field(default_factory=list)         # the PDF's images (PIL)
     interface: list[str] = field(default_factory=list)
-    pictures: list = field(default_factory=list)       # the explorers' shown pictures (PIL)
+    explorers: list = field(default_factory=list)      # what each explorer shows (EXPLORER_STATE)
     facts: dict = field(default_factory=dict)
     continuous_pages: float = 0.0
     pages_without_print_css: int = 0
@@ -223,7 +216,7 @@ def printed(browser, offline_site):
             if ready["rendered"] < ready["views"]:
                 out.problems.append(f"{ready['rendered']} of {ready['views']} widget views rendered")
             out.interface = page.evaluate(INTERFACE_TEXTS, INTERFACE)
-            out.pictures = [Image.open(io.BytesIO(base64.b64decode(b))) for b in page.evaluate(EXPLORER_PICTURES)]
+            out.explorers = page.evaluate(EXPLORER_STATE)
             page.emulate_media(media="print")
             out.facts = page.evaluate(PRINT_FACTS)
             # Without an @page rule, page.pdf() prints with no margins.
@@ -348,15 +341,15 @@ def test_hangul_is_printed_in_nanum_gothic(printed, lang, chapter):
 def test_the_figures_explorers_and_math_are_printed(printed, lang, chapter):
     p = printed(lang, chapter)
     _, _, image_outputs = shown_lines(lang, chapter)
-    assert len(p.images) >= image_outputs + len(p.pictures), \
-        f"{lang}/{chapter}: {len(p.images)} images in the PDF, {image_outputs} image outputs and " \
-        f"{len(p.pictures)} explorer pictures on the page"
+    assert len(p.images) >= image_outputs, \
+        f"{lang}/{chapter}: {len(p.images)} images in the PDF, {image_outputs} image outputs on the page"
     if chapter == "06_family":
-        assert p.pictures, f"{lang}/{chapter}: the static explorer shows no picture"
-    printed_pixels = {(_rgb(image).size, _rgb(image).tobytes()) for image in p.images}
-    for index, picture in enumerate(p.pictures):
-        assert (_rgb(picture).size, _rgb(picture).tobytes()) in printed_pixels, \
-            f"{lang}/{chapter}: explorer picture {index} ({picture.size}) is not in the PDF"
+        assert p.explorers, f"{lang}/{chapter}: no explorer drawn on the page"
+    for index, shown in enumerate(p.explorers):      # the explorer prints its current state
+        assert shown["cells"] > 0, f"{lang}/{chapter}: explorer {index} drew no cell"
+        for what in ("summary", "formula"):
+            assert flat(shown[what]) and flat(shown[what]) in p.text, \
+                f"{lang}/{chapter}: explorer {index}'s {what} is not in the PDF: {shown[what]!r}"
     f = p.facts
     assert f["math"] > 0 and f["hiddenMath"] == 0, f"{lang}/{chapter}: math on paper: {f}"
     off_paper = [(text, round(before), round(after)) for before, after, text in f["equations"]

@@ -333,11 +333,11 @@ function render({ model, el }) {
     row.push(field(w("choose_method"), select("method",
       METHODS[state.layout].map((m) => [m, methodName(m, w)]), state.method, (v) => commit(model, { method: v }))));
     if (state.layout !== "table") {
-      const names = state.layout === "image" ? ["N", "C", "H·W"] : ["B", "L", "D"];
+      const names = state.layout === "image" ? ["axis_N", "axis_C", "axis_HW"] : ["axis_B", "axis_L", "axis_D"];
       const key = `${state.layout}_shape`;
       names.forEach((name, axis) => {
         const { min, max } = LIMITS[state.layout];
-        row.push(field(`${name} (${min[axis]}–${max[axis]})`, number(`size${axis}`, shape[axis],
+        row.push(field(`${w(name)}, ${min[axis]}–${max[axis]}`, number(`size${axis}`, shape[axis],
           { min: min[axis], max: max[axis], step: 1, class: "nx-size" }, (v) => {
             const next = shape.slice();
             next[axis] = Math.min(max[axis], Math.max(min[axis], Math.round(v)));
@@ -349,11 +349,11 @@ function render({ model, el }) {
       row.push(field(w("choose_groups"), select("groups", divisors(shape[1]).map((g) => [g, groupLabel(g, shape[1], w)]),
         state.groups, (v) => commit(model, { groups: Number(v) }))));
     }
-    row.push(field("γ", number("gamma", state.gamma, { step: "any", class: "nx-param" }, (v) => commit(model, { gamma: v }))));
+    row.push(field(w("nx_gamma"), number("gamma", state.gamma, { step: "any", class: "nx-param" }, (v) => commit(model, { gamma: v }))));
     if (state.method !== "rms") {
-      row.push(field("β", number("beta", state.beta, { step: "any", class: "nx-param" }, (v) => commit(model, { beta: v }))));
+      row.push(field(w("nx_beta"), number("beta", state.beta, { step: "any", class: "nx-param" }, (v) => commit(model, { beta: v }))));
     }
-    row.push(field("ε", number("eps", state.eps, { step: "any", min: 0, class: "nx-param" },
+    row.push(field(w("nx_eps"), number("eps", state.eps, { step: "any", min: 0, class: "nx-param" },
       (v) => commit(model, { eps: Math.max(0, v) }))));
     return h("div", { class: "nx-controls" }, row);
   }
@@ -502,8 +502,8 @@ function render({ model, el }) {
     ]));
     return h("div", { class: "nx-details" }, [
       h("p", { class: "nx-formula" }, [h("code", { text: first }), h("br"), h("code", { text: second })]),
-      h("div", { class: "nx-scroll" }, h("table", { class: "nx-stats" }, [
-        h("caption", { text: w("nx_stats_caption", { total: result.share.count, pooled: result.share.pooled }) }),
+      h("p", { class: "nx-note", id: `${uid}-stats`, text: w("nx_stats_caption", { total: result.share.count, pooled: result.share.pooled }) }),
+      h("div", { class: "nx-scroll" }, h("table", { class: "nx-stats", "aria-labelledby": `${uid}-stats` }, [
         h("thead", {}, h("tr", {}, [h("th", { scope: "col", text: w("nx_statistic") }), h("th", { scope: "col", text: statName }),
           state.method === "rms" ? null : h("th", { scope: "col", text: "σ²" })])),
         h("tbody", {}, rows),

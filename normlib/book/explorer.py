@@ -56,7 +56,8 @@ LIMITS = {
 WORD_KEYS = (
     "choose_layout", "choose_method", "choose_groups", "layout_image", "layout_sequence", "layout_table",
     "train_mode", "eval_mode", "mean_square",
-    "nx_method_batch_dim0",
+    "nx_method_batch_dim0", "nx_gamma", "nx_beta", "nx_eps",
+    "axis_N", "axis_C", "axis_HW", "axis_B", "axis_L", "axis_D",
     "nx_summary", "nx_selected", "nx_where_image", "nx_where_sequence", "nx_where_table", "nx_cell",
     "nx_block_image", "nx_block_sequence", "nx_feature", "nx_sample", "nx_table_input", "nx_table_caption",
     "nx_stats_caption", "nx_statistic", "nx_running", "nx_momentum", "nx_momentum_none", "nx_step",
