@@ -31,9 +31,9 @@ ARTIFACTS = ROOT / "test-artifacts" / "page_weight"
 PAGES = site_pages()
 CHAPTER = re.compile(r"^(ko|en)/chapters/\1/\d\d_")
 MB = 1_000_000
-# gzip MB on first load; measured after issue 26 (README): 0.6-0.9 for a chapter, 0.33-0.69 for
-# the others, 0.11 for the landing page. A chapter's budget is the issue's; the others keep
-# about a quarter of headroom.
+# gzip MB on first load; measured after issue 26 (benchmarks/results/page_weight.md): 0.54-0.87 for
+# a chapter, 0.17-0.59 for the other pages, 0.11 for the landing page. A chapter's budget is the
+# issue's; the others keep about a third of headroom.
 BUDGET_MB = {
     "chapter": 1.0,
     "index": 0.2,               # the landing page: its HTML and the Korean font subset
