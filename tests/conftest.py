@@ -13,8 +13,9 @@ notebooks carries a marker, given here by module (MODULE_MARKERS) and, for nbval
                  test_perturbed_numerics.py (the notebooks re-executed under other numerics)
     book         test_book.py, test_site.py, test_offline_book.py, and any test taking the
                  built_site fixture (build the site with -W as make book does, read the HTML)
-    browser      test_browser.py, test_search.py, test_accessibility.py, test_print.py, and any
-                 test taking the browser fixture (the built site in headless Chromium)
+    browser      test_browser.py, test_search.py, test_accessibility.py, test_print.py,
+                 test_explorer_lab.py (the explorer live in JupyterLab), and any test taking the
+                 browser fixture (the built site in headless Chromium)
     classroom    test_assignments.py, test_classroom_shell.py (the nbgrader CLI: release,
                  validate, autograde, feedback; nbgrader from a plain shell)
     distributed  test_distributed.py (synchronized BatchNorm across real gloo processes)
@@ -57,6 +58,7 @@ MODULE_MARKERS = {
     "test_search": ("browser",),
     "test_accessibility": ("browser",),
     "test_print": ("browser",),
+    "test_explorer_lab": ("browser",),
     "test_assignments": ("classroom",),
     "test_classroom_shell": ("classroom",),
     "test_distributed": ("distributed",),
@@ -141,9 +143,11 @@ def book_url(offline_site):
 
 @pytest.fixture(scope="session")
 def browser():
-    """Headless Chromium for the whole session, shared by test_browser.py (the book) and
-    test_feedback.py (the feedback pages): Playwright's sync API allows one at a time."""
-    yield from chromium_browser("run the browser tests (the book and the classroom's feedback pages)")
+    """Headless Chromium for the whole session, shared by test_browser.py (the book),
+    test_feedback.py (the feedback pages) and test_explorer_lab.py (the explorer in JupyterLab):
+    Playwright's sync API allows one at a time."""
+    yield from chromium_browser("run the browser tests (the book, the classroom's feedback pages, "
+                                "the explorer in JupyterLab)")
 
 
 def pytest_collection_finish(session):

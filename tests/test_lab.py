@@ -3,78 +3,12 @@ with them (tools/lab.py). Each JupyterLab is started for real on a free port and
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from helpers import ROOT, Lab, get
 from tools import lab
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as error:
-        return error.code, ""
-
-
-class Lab:
-    def __init__(self, role: str, tmp: Path):
-        self.port = free_port()
-        self.log = tmp / f"{role}.log"
-        args = [sys.executable, "-m", "tools.lab", role, "--no-browser", f"--port={self.port}",
-                "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.ip=127.0.0.1"]
-        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), HOME=str(tmp))
-        self.process = subprocess.Popen(args, cwd=ROOT, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
-                                        env=env, start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"{role} JupyterLab exited:\n{self.log.read_text()}")
-            try:
-                status, _ = get(self.url("/api"))
-                if status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"{role} JupyterLab did not start in 60 s:\n{self.log.read_text()}")
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def page_config(self) -> dict:
-        status, html = get(self.url("/lab"))
-        assert status == 200, status
-        data = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html, re.S)
-        assert data, html[:500]
-        return json.loads(data.group(1))
-
-    def stop(self) -> str:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        return self.log.read_text()
 
 
 @pytest.mark.slow
@@ -111,3 +45,15 @@ def test_root_gets_allow_root_and_a_note_instead_of_a_refusal():
     assert "--allow-root" not in argv and not any("--allow-root" in note for note in notes)
     with pytest.raises(ValueError, match="got 'student'"):
         lab.command("student", [], is_root=False)
+
+
+def test_a_folder_given_replaces_the_default_and_the_readers_lab_writes_outside_the_repository(tmp_path):
+    argv, env, _ = lab.command("reader", [], is_root=False)
+    assert str(ROOT / "chapters") in argv
+    for name in ("JUPYTERLAB_WORKSPACES_DIR", "JUPYTERLAB_SETTINGS_DIR"):   # else under tools/lab_reader/lab/
+        if name in env:
+            assert not Path(env[name]).resolve().is_relative_to(ROOT), (name, env[name])
+    for option in (f"--notebook-dir={tmp_path}", f"--ServerApp.root_dir={tmp_path}"):
+        for role, folder in (("reader", "chapters"), ("teacher", "assignments")):
+            argv, _, _ = lab.command(role, [option], is_root=False)
+            assert str(ROOT / folder) not in argv and argv[-1] == option, argv

@@ -11,11 +11,16 @@ JupyterLab of the environment: a reader would see "Create Assignment" and formgr
 - turns nbgrader's server extensions off on the command line (the environment's configuration
   outranks a user's, so a config file could not), and
 - disables its JupyterLab extension through a page configuration kept in this repository
-  (``tools/lab_reader/labconfig/page_config.json``, found through ``JUPYTER_CONFIG_DIR``),
+  (``tools/lab_reader/labconfig/page_config.json``, found through ``JUPYTER_CONFIG_DIR``; the
+  reader's workspaces and settings, which JupyterLab keeps under that folder too, stay in the
+  reader's own Jupyter folder, ``~/.jupyter/lab``, so that reading never writes into the repository),
 
 and opens ``chapters/``. The teacher's opens ``assignments/``, the course folder where
-``nbgrader_config.py`` lives, with everything on. Run as root (containers, many cloud notebooks),
-both add ``--allow-root`` and say so, instead of stopping with "Running as root is not recommended".
+``nbgrader_config.py`` lives, with everything on. A folder given as ``--notebook-dir=DIR`` (or
+``--ServerApp.root_dir=DIR``) is opened instead (JupyterLab's folder argument would outrank it):
+tests/test_explorer_lab.py runs a notebook of its own in a temporary folder that way. Run as root
+(containers, many cloud notebooks), both add ``--allow-root`` and say so, instead of stopping with
+"Running as root is not recommended".
 """
 
 from __future__ import annotations
@@ -27,12 +32,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 READER_CONFIG = ROOT / "tools" / "lab_reader"
+ROOT_OPTIONS = ("--notebook-dir", "--ServerApp.root_dir")   # the folder to open, when the caller names one
 NBGRADER_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.formgrader",
     "nbgrader.server_extensions.validate_assignment",
     "nbgrader.server_extensions.assignment_list",
     "nbgrader.server_extensions.course_list",
 )
+
+
+def _own_lab_folders() -> dict[str, str]:
+    """Where JupyterLab keeps workspaces and settings for this user (``<jupyter_config_dir>/lab/…``,
+    before JUPYTER_CONFIG_DIR points at tools/lab_reader), unless the environment already says."""
+    from jupyter_core.paths import jupyter_config_dir
+
+    lab = Path(jupyter_config_dir()) / "lab"
+    wanted = {"JUPYTERLAB_WORKSPACES_DIR": lab / "workspaces", "JUPYTERLAB_SETTINGS_DIR": lab / "user-settings"}
+    return {name: str(path) for name, path in wanted.items() if not os.environ.get(name)}
 
 
 def command(role: str, extra: list[str], is_root: bool) -> tuple[list[str], dict[str, str], list[str]]:
@@ -42,16 +58,19 @@ def command(role: str, extra: list[str], is_root: bool) -> tuple[list[str], dict
     jupyter = str(Path(sys.executable).parent / "jupyter")
     env: dict[str, str] = {}
     notes: list[str] = []
+    folder = "chapters" if role == "reader" else "assignments"
+    chosen = any(arg.split("=", 1)[0] in ROOT_OPTIONS for arg in extra)
+    argv = [jupyter, "lab"] + ([] if chosen else [str(ROOT / folder)])
     if role == "reader":
         off = ", ".join(f"'{name}': False" for name in NBGRADER_SERVER_EXTENSIONS)
-        argv = [jupyter, "lab", str(ROOT / "chapters"), f"--ServerApp.jpserver_extensions={{{off}}}"]
+        argv.append(f"--ServerApp.jpserver_extensions={{{off}}}")
         env["JUPYTER_CONFIG_DIR"] = str(READER_CONFIG)
+        env.update(_own_lab_folders())
         notes.append("Start with ko/01_why_normalize.ipynb (한국어) or en/01_why_normalize.ipynb (English); "
                      "teachers: make lab-teacher opens the assignments with nbgrader's tools.")
         notes.append("시작은 ko/01_why_normalize.ipynb(한국어) 또는 en/01_why_normalize.ipynb(English)입니다. "
                      "교사용 도구(nbgrader)는 make lab-teacher로 엽니다.")
     else:
-        argv = [jupyter, "lab", str(ROOT / "assignments")]
         notes.append("The course folder assignments/ with nbgrader's tools (Formgrader, Create Assignment); "
                      "README, Classroom. 과제 폴더 assignments/를 nbgrader 도구와 함께 엽니다.")
     if is_root:
