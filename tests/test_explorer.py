@@ -411,7 +411,8 @@ def test_a_reader_types_into_chapter_3s_table_on_a_phone_and_gets_torchs_numbers
     # the reader types 7 over sample C's feature 1 (the 6) and moves on
     box = explorer.locator('input[data-index="6"]')
     box.fill("7")
-    box.press("Tab")
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelector('.nx-formula').textContent.includes('(7 −')")
     table = torch.tensor([[2.0, 3, 4], [4, 10, 20], [7, 5, 12], [8, 2, 36]], dtype=torch.float64)
     want = TF.batch_norm(table, None, None, training=True, eps=1e-5)
     for i in range(12):
@@ -420,6 +421,17 @@ def test_a_reader_types_into_chapter_3s_table_on_a_phone_and_gets_torchs_numbers
     formula = explorer.locator(".nx-formula").inner_text()
     mean, var = table[:, 0].mean().item(), table[:, 0].var(unbiased=False).item()
     assert f"(7 − {mean:g}) / √({var:g} + 0.00001)" in formula, formula
+    # then clicks sample D's feature 3 (36), types 30 over it and presses Enter: 30, not 3036
+    other = explorer.locator('input[data-index="11"]')
+    other.click()
+    page.wait_for_function("() => document.activeElement.dataset.index === '11' && "
+                           "document.querySelector('.nx-formula').textContent.includes('(36 −')")
+    page.keyboard.type("30")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('.nx-formula').textContent.includes('(30 −')")
+    assert explorer.locator('input[data-index="11"]').input_value() == "30"
+    assert page.evaluate("document.activeElement.dataset.index") == "11", "the focus left the edited cell"
+    assert page.evaluate("document.querySelector('.anywidget-view').normlibExplorer.state().table")[6::5] == [7, 30]
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page is wider than the phone"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     explorer.screenshot(path=str(ARTIFACTS / f"{lang}_03_table_phone.png"))
@@ -451,3 +463,39 @@ def test_a_reader_sets_n_c_hw_and_g_in_chapter_6_on_a_phone_and_the_group_lights
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page is wider than the phone"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_groups_phone.png"))
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_pages_share_the_module_instead_of_storing_it(offline_site, lang):
+    """Chapters 3-6 carry the explorer's traits only; its module comes once, from the shared
+    anywidget-modules.js (tools/vendor_assets.py), which holds the current explorer.js; chapter 6's
+    page stays under its 150 kB."""
+    shared = (offline_site / lang / "_static" / "offline" / "widgets" / "anywidget-modules.js").read_text(encoding="utf-8")
+    assert json.dumps(MODULE.read_text(encoding="utf-8"), ensure_ascii=False).replace("</", "<\\/") in shared
+    for chapter in ("03_batchnorm", "04_layernorm", "05_rmsnorm", "06_family"):
+        html = (offline_site / lang / "chapters" / lang / f"{chapter}.html").read_text(encoding="utf-8")
+        state = re.search(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', html, re.S)
+        assert state, f"{lang}/{chapter}: no widget state"
+        models = json.loads(state.group(1))["state"].values()
+        assert [m for m in models if m["model_name"] == "AnyModel"], f"{lang}/{chapter}: no explorer"
+        assert not [m for m in models if "_esm" in m["state"]], f"{lang}/{chapter}: the page stores the module itself"
+        assert html.index("anywidget-modules.js") < html.index("anywidget-loader.js")
+    size = (offline_site / lang / "chapters" / lang / "06_family.html").stat().st_size
+    assert size <= 150_000, f"{lang}/06_family.html is {size / 1000:.0f} kB"
+
+
+def test_the_explorer_draws_on_a_page_opened_from_disk(browser, offline_site):
+    """`make book` says to open _build/html/index.html: from file://, with no server, the explorer
+    still mounts (its module is imported from a blob: URL, not fetched)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto((offline_site / "en" / "chapters" / "en" / "06_family.html").as_uri(), wait_until="load")
+        page.wait_for_selector(".nx rect[data-stat]", timeout=15_000)
+        assert page.locator(".nx rect[data-stat]").count() == 2 * 6 * 4
+    finally:
+        context.close()
+    assert not errors, errors

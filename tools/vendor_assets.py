@@ -50,6 +50,13 @@ OWN = Path(__file__).resolve().parent / "offline_book"   # our own small JS and 
 # Paths as Sphinx takes them (relative to _static/).
 MATHJAX_PATH = "offline/mathjax/tex-chtml.js"
 WIDGETS_LOADER = "offline/widgets/anywidget-loader.js"
+# The book's own anywidgets: the front end each notebook stores (``_esm``, ``_css``) is written once
+# into a script every widget page shares (cached from page to page) instead of into each page's
+# widget state: ``_anywidget_id`` -> (module, stylesheet).
+WIDGET_MODULES_FILE = "widgets/anywidget-modules.js"
+WIDGET_MODULES = "offline/" + WIDGET_MODULES_FILE
+BOOK_WIDGETS = {"normlib.book.explorer.Explorer": (ROOT / "normlib" / "book" / "explorer.js",
+                                                   ROOT / "normlib" / "book" / "explorer.css")}
 FONT_CSS = "offline/nanum-gothic.css"
 PRINT_CSS = "offline/print.css"
 PRINT_JS = "offline/print.js"
@@ -179,12 +186,11 @@ def vendor(log: Callable[[str], None] = _say) -> tuple[bool, bool]:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
             changed = True
-        versions = OUT / "VENDORED.txt"
-        wanted.add(versions)
-        text = _versions()
-        if not versions.exists() or versions.read_text(encoding="utf-8") != text:
-            versions.write_text(text, encoding="utf-8")
-            changed = True
+        for path, text in ((OUT / "VENDORED.txt", _versions()), (OUT / WIDGET_MODULES_FILE, widget_modules_script())):
+            wanted.add(path)
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+                changed = True
         for path in sorted(OUT.rglob("*"), reverse=True):   # drop what is no longer vendored
             if path.is_file() and path not in wanted:
                 path.unlink()
@@ -215,7 +221,8 @@ def _configure(app, config) -> None:
     config.mathjax_path = MATHJAX_PATH
     # The pages' widgets are anywidgets (normlib.book.explorer): a loader of a few kB mounts them
     # from the stored state, in place of RequireJS and the 3.6 MB Jupyter widget manager.
-    config.nb_ipywidgets_js = {WIDGETS_LOADER: {}}
+    config.nb_ipywidgets_js = {WIDGET_MODULES: {}, WIDGETS_LOADER: {}}
+    app.vendored_widget_modules = True
     # The print stylesheet last, after the theme's: it overrides the theme on paper.
     config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, (PRINT_CSS, {"media": "print"})]
     config.html_js_files = [*config.html_js_files, PRINT_JS]
@@ -247,6 +254,44 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> No
     scripts[:] = unique
 
 
+def _book_widget_sources() -> dict[str, dict[str, str]]:
+    return {key: {"esm": js.read_text(encoding="utf-8"), "css": css.read_text(encoding="utf-8")}
+            for key, (js, css) in BOOK_WIDGETS.items()}
+
+
+def widget_modules_script() -> str:
+    """A classic script (it loads from file:// too) that hands the book's widget modules to
+    anywidget-loader.js."""
+    body = json.dumps(_book_widget_sources(), ensure_ascii=False).replace("</", "<\\/")
+    return ("// The book's anywidget front ends, written by tools/vendor_assets.py from normlib/book/: the pages'\n"
+            "// stored widget state refers to them by _anywidget_id (anywidget-loader.js).\n"
+            f"window.anywidgetModules = Object.assign(window.anywidgetModules || {{}}, {body});\n")
+
+
+def _share_widget_modules(app, pagename, templatename, context, doctree) -> None:
+    """Drop from the page's stored widget state the front end (``_esm``, ``_css``) of every book
+    widget whose stored source is the current one: anywidget-modules.js carries it. A widget that
+    stored another version keeps its own (it still renders as it was executed)."""
+    scripts = context.get("script_files")
+    if not isinstance(scripts, list) or not getattr(app, "vendored_widget_modules", False):
+        return
+    from myst_nb.core.render import sanitize_script_content
+
+    sources = _book_widget_sources()
+    for index, js in enumerate(scripts):
+        attributes = getattr(js, "attributes", {})
+        if attributes.get("type") != "application/vnd.jupyter.widget-state+json":
+            continue
+        stored = json.loads(attributes["body"])
+        for model in stored.get("state", {}).values():
+            state = model.get("state", {})
+            source = sources.get(state.get("_anywidget_id"))
+            if source and state.get("_esm") == source["esm"] and state.get("_css") == source["css"]:
+                del state["_esm"], state["_css"]
+        body = sanitize_script_content(json.dumps(stored, ensure_ascii=False))
+        scripts[index] = type(js)(js.filename, priority=js.priority, **{**attributes, "body": body})
+
+
 def _rewrite_all_when_assets_changed(app, env, added, changed, removed) -> list[str]:
     """Sphinx copies static files (and stamps their ?v= checksums into the pages) only when it
     writes pages; new vendored files alone would leave an incremental build stale."""
@@ -259,6 +304,7 @@ def setup(app):
     app.connect("env-get-outdated", _rewrite_all_when_assets_changed)
     # After every extension has added its page scripts (MathJax, myst-nb's widget scripts: 500).
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    app.connect("html-page-context", _share_widget_modules, priority=901)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 
 

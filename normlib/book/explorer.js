@@ -277,6 +277,10 @@ function render({ model, el }) {
     const result = compute(state);
     current = result;
     const active = hovered ?? result.share.ids[state.selected];
+    // the control that has the focus, to give it back once it is drawn again
+    const was = document.activeElement;
+    const keep = !was || !root.contains(was) ? null : was.id ? `#${was.id}`
+      : was.dataset.index !== undefined ? `${was.tagName.toLowerCase()}[data-index="${was.dataset.index}"]` : null;
     root.replaceChildren(...[
       controls(state, w),
       result.error ? null : summary(state, result, w, active),
@@ -285,10 +289,11 @@ function render({ model, el }) {
       state.method === "batch" ? batchPanel(state, result, w) : null,
     ].filter(Boolean));
     report(state, result);
-    if (focusAfter) {
-      const target = root.querySelector(focusAfter);
-      if (target) target.focus();
-      focusAfter = null;
+    const target = root.querySelector(focusAfter ?? keep ?? ":not(*)");
+    focusAfter = null;
+    if (target && document.activeElement !== target) {
+      target.focus({ preventScroll: true });
+      if (target.matches("input.nx-in")) target.select();     // typing replaces the value, as in a sheet
     }
   }
 
@@ -466,15 +471,22 @@ function render({ model, el }) {
           class: `nx-in${id === active ? " nx-lit" : ""}`,
           style: `background:${PALETTE[id % PALETTE.length]};border-color:${STRONG[id % STRONG.length]}`,
           "aria-label": w("nx_table_input", { n: "ABCDEF"[n], d: d + 1 }),
-          onfocus: () => { light(id); if (model.get("selected") !== i) { focusAfter = `input[data-index="${i}"]`; commit(model, { selected: i }); } },
+          // Choosing and editing wait for the focus to settle (setTimeout): redrawing while it moves
+          // to another cell would take the focus from under the reader's click.
+          onfocus: () => {
+            light(id);
+            if (model.get("selected") !== i) setTimeout(() => commit(model, { selected: i }), 0);
+          },
           onmouseenter: () => light(id),
+          onmouseleave: () => { light(current.share.ids[model.get("selected")]); hovered = null; },
           onchange: (e) => {
             const v = Number(e.target.value);
             if (e.target.value.trim() === "" || !Number.isFinite(v)) { e.target.value = result.x[i]; return; }
-            const table = state.table.slice();
-            table[i] = v;
-            focusAfter = `input[data-index="${i}"]`;
-            commit(model, { table, selected: i });
+            setTimeout(() => {
+              const table = model.get("table").slice();
+              table[i] = v;
+              commit(model, { table });
+            }, 0);
           },
         });
         const out = result.error ? [h("div", { text: "—" })]
@@ -544,7 +556,7 @@ function render({ model, el }) {
     ]);
   }
 
-  const onChange = () => draw();
+  const onChange = () => { hovered = null; draw(); };
   const watched = [...STATE_KEYS.map(trait), "words", "lang"];
   for (const key of watched) model.on(`change:${key}`, onChange);
   draw();

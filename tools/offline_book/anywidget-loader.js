@@ -8,6 +8,8 @@
  * (tools/vendor_assets.py), gives each view a minimal model (get, set, on, off, save_changes, send:
  * what anywidget's render functions use) and calls the module's render({model, el}) in place of the
  * script. The module is imported from a blob: URL, which works from a web server and from file://.
+ * The book's own widgets' modules are not in the stored state but in anywidget-modules.js (a classic
+ * script every widget page shares; tools/vendor_assets.py), found by their `_anywidget_id`.
  * Changes stay in the page: there is no kernel to send them to.
  *
  * A view of any other widget is left as it is and reported on the console: the book shows
@@ -65,8 +67,18 @@
     document.querySelectorAll('script[type="' + VIEW + '"]').forEach(function (tag) {
       var id = JSON.parse(tag.textContent).model_id;
       var stored = models[id];
-      if (!stored || stored.model_name !== "AnyModel" || typeof stored.state._esm !== "string") {
+      if (!stored || stored.model_name !== "AnyModel") {
         console.warn("anywidget-loader: not an anywidget, left as stored:", id);
+        return;
+      }
+      // The book's own widgets leave their front end to anywidget-modules.js (tools/vendor_assets.py).
+      var shared = (window.anywidgetModules || {})[stored.state._anywidget_id];
+      if (typeof stored.state._esm !== "string" && shared) {
+        stored.state._esm = shared.esm;
+        stored.state._css = shared.css;
+      }
+      if (typeof stored.state._esm !== "string") {
+        console.error("anywidget-loader: no front end for " + stored.state._anywidget_id + " (" + id + ")");
         return;
       }
       var el = document.createElement("div");
