@@ -53,7 +53,7 @@ MEASURE = """async ({ hasWidgets }) => {
     const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
     const deadline = Date.now() + 10000;
     while (Date.now() < deadline &&
-           document.querySelectorAll('.widget-subarea > *').length < views) {
+           document.querySelectorAll('.anywidget-view .nx').length < views) {
       await new Promise(r => setTimeout(r, 100));
     }
   }

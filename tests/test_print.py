@@ -102,8 +102,7 @@ EXPLORER_STATE = """() => Array.from(document.querySelectorAll('.anywidget-view 
 
 # Under print emulation: the @page margins the stylesheets set, and what would be hidden.
 PRINT_FACTS = """() => {
-  // The explorers' other pictures are hidden by the explorer itself.
-  const FIGURES = '.bd-article figure img, .bd-article .cell_output img:not(.widget-subarea img)';
+  const FIGURES = '.bd-article figure img, .bd-article .cell_output img';
   const margins = [];
   const walk = rules => { for (const r of rules) {
     if (r instanceof CSSPageRule) margins.push([r.style.marginTop, r.style.marginRight, r.style.marginBottom, r.style.marginLeft]);

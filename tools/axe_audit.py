@@ -41,7 +41,7 @@ READY = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
   const deadline = Date.now() + 10000;
-  while (views && Date.now() < deadline && document.querySelectorAll('.widget-subarea > *').length < views) {
+  while (views && Date.now() < deadline && document.querySelectorAll('.anywidget-view .nx').length < views) {
     await new Promise(r => setTimeout(r, 100));
   }
   // a search page with a query: its results listed, and their excerpts (fetched one by one)
