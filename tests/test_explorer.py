@@ -203,7 +203,7 @@ def test_each_element_uses_the_statistic_torch_pools_it_with(layout, method):
     x3 = values(case).requires_grad_()
     y = normalize(case, x3, False, torch.zeros(x3.shape[1 if layout == "image" else 2], dtype=torch.float64),
                   torch.ones(x3.shape[1 if layout == "image" else 2], dtype=torch.float64))
-    ids = [X.sharing_id(e, i) for i in range(x3.numel())]
+    ids = e.sharing().labels().flatten().tolist()
     for i in range(x3.numel()):
         (grad,) = torch.autograd.grad(y.flatten()[i], x3, retain_graph=True)
         pooled = {j for j in range(x3.numel()) if grad.flatten()[j] != 0}

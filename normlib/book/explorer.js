@@ -170,7 +170,7 @@ export function fmtEps(v) {
 }
 
 // The formula of one element with its numbers.
-export function formula(state, result, i, w) {
+export function formula(state, result, i) {
   const { x, xhat, y, share, mean, variance } = result;
   const id = share.ids[i], c = share.channel[i];
   const e = fmtEps(state.eps);
@@ -185,7 +185,7 @@ export function formula(state, result, i, w) {
   const second = state.method === "rms"
     ? `y = γ·x̂ = ${fmt(state.gamma)} · ${fmt(xhat[i])} = ${fmt(y[i])}`
     : `y = γ·x̂ + β = ${fmt(state.gamma)} · ${fmt(xhat[i])} + ${fmt(state.beta)} = ${fmt(y[i])}`;
-  return [first, second, w];
+  return [first, second];
 }
 
 // Where element i sits, in the layout's own words: [a, b, k] one-based.
@@ -392,10 +392,17 @@ function render({ model, el }) {
     }
   }
 
-  function cellEvents(i, id) {
+  // Pointing at a cell lights its statistic; leaving it lights the chosen cell's again.
+  function hover(id) {
     return {
       onmouseenter: () => light(id),
       onmouseleave: () => { light(current.share.ids[model.get("selected")]); hovered = null; },
+    };
+  }
+
+  function cellEvents(i, id) {
+    return {
+      ...hover(id),
       onclick: () => { focusAfter = `[data-index="${i}"]`; commit(model, { selected: i }); },
       onfocus: () => light(id),
     };
@@ -477,8 +484,7 @@ function render({ model, el }) {
             light(id);
             if (model.get("selected") !== i) setTimeout(() => commit(model, { selected: i }), 0);
           },
-          onmouseenter: () => light(id),
-          onmouseleave: () => { light(current.share.ids[model.get("selected")]); hovered = null; },
+          ...hover(id),
           onchange: (e) => {
             const v = Number(e.target.value);
             if (e.target.value.trim() === "" || !Number.isFinite(v)) { e.target.value = result.x[i]; return; }
@@ -505,7 +511,7 @@ function render({ model, el }) {
 
   // The chosen element's formula with its numbers, then every statistic.
   function details(state, result, w) {
-    const [first, second] = formula(state, result, state.selected, w);
+    const [first, second] = formula(state, result, state.selected);
     const statName = state.method === "rms" ? w("mean_square") : "μ";
     const rows = result.mean.map((m, id) => h("tr", { "data-stat": id, class: id === result.share.ids[state.selected] ? "nx-lit" : null }, [
       h("th", { scope: "row", text: `${id + 1}` }),

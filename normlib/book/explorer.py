@@ -33,11 +33,13 @@ import anywidget
 import torch
 import traitlets as t
 
+from .. import axes
 from .. import functional as F
+from ..stats import moments
 from . import examples
 from .i18n import check_lang, text
 
-__all__ = ["Explorer", "explorer", "sample_values", "METHODS", "LIMITS"]
+__all__ = ["Explorer", "sample_values", "METHODS", "LIMITS"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -66,7 +68,8 @@ WORD_KEYS = (
 
 
 def _fmt(v: float) -> str:
-    """As explorer.js's fmt prints a number: at most 4 decimals, no trailing zeros, a true minus."""
+    """As explorer.js's fmt prints a number of 1e-4 or more (or 0): at most 4 decimals, no trailing
+    zeros, a true minus (the JavaScript writes smaller ones with an exponent)."""
     s = f"{v:.4f}".rstrip("0").rstrip(".")
     return "0" if s == "-0" else s.replace("-", "−")
 
@@ -100,7 +103,9 @@ def _sizes(e: "Explorer") -> tuple[int, int, int]:
 
 
 class Explorer(anywidget.AnyWidget):
-    """The explorer's state. Create it with :func:`explorer` (or ``Explorer(lang, ...)``)."""
+    """The explorer's state: ``Explorer(lang, layouts, **state)`` offers ``layouts`` (the first is shown,
+    or ``form=``) with any other trait (``method="group"``, ``groups=2``, ``image_shape=[2, 6, 4]``,
+    ``training=False`` …)."""
 
     _esm = HERE / "explorer.js"
     _css = HERE / "explorer.css"
@@ -182,25 +187,15 @@ class Explorer(anywidget.AnyWidget):
         mean and variance (RMSNorm: the mean square), per element x̂ and y."""
         self._check()
         x, method = self.input(), self.method
-        a, b, k = _sizes(self)
-        x3 = x.reshape(a, b, k)
         weight = lambda shape: torch.full(shape, self.gamma, dtype=torch.float64)  # noqa: E731
         bias = lambda shape: torch.full(shape, self.beta, dtype=torch.float64)  # noqa: E731
-        # one row per statistic, in the widget's order
-        if method == "batch":
-            groups = x3.transpose(0, 1).reshape(b, -1) if self.form == "image" else x3.reshape(-1, k).T
-        elif method == "batch_dim0":
-            groups = x3.reshape(a, -1).T
-        elif method in ("layer", "rms"):
-            groups = x3.reshape(a, -1) if self.form == "image" else x3.reshape(-1, k)
-        elif method == "instance":
-            groups = x3.reshape(a * b, k)
-        else:
-            groups = x3.reshape(a * self.groups, -1)
+        # one row per statistic, in the widget's order (normlib.axes numbers them as explorer.js does)
+        labels = self.sharing().labels().flatten()
+        groups = torch.stack([x.flatten()[labels == j] for j in range(int(labels.max()) + 1)])
         if method == "rms":
             mean, var = groups.square().mean(1), None
         else:
-            mean, var = groups.mean(1), groups.var(1, unbiased=False)
+            mean, var = (m.squeeze(1) for m in moments(groups, (1,)))
         channels = self._channels()
         if method == "batch":
             moved = x.transpose(1, 2) if self.form == "sequence" else x
@@ -227,6 +222,16 @@ class Explorer(anywidget.AnyWidget):
             y = F.group_norm(x, self.groups, weight((channels,)), bias((channels,)), eps=self.eps)
         return {"mean": mean.tolist(), "variance": None if var is None else var.tolist(),
                 "xhat": xhat.flatten().tolist(), "y": y.flatten().tolist()}
+
+    def sharing(self) -> axes.Sharing:
+        """Which elements of :meth:`input` share one statistic (:mod:`normlib.axes`); its labels
+        are the statistics' numbers the widget shows, minus one."""
+        shape = tuple(self.input().shape)
+        if self.form == "sequence":
+            return axes.sequence_sharing(self.method, shape)
+        if self.method in ("layer", "rms"):
+            return axes.sharing(self.method, shape, normalized_shape=shape[1:])
+        return axes.sharing(self.method, shape, num_groups=self.groups if self.method == "group" else None)
 
     def train_step(self) -> None:
         """One training step of BatchNorm on the current batch (what the page's step button does),
@@ -268,7 +273,6 @@ class Explorer(anywidget.AnyWidget):
                 compared += 1
         return compared
 
-
     def report(self) -> str:
         """normlib's numbers for the chosen cell, in the page's language; when a front end has drawn
         the current state, also every number it computed checked against normlib's (:meth:`check`,
@@ -279,7 +283,7 @@ class Explorer(anywidget.AnyWidget):
         where = {"image": ("nx_where_image", {"n": i // (b * k) + 1, "c": i // k % b + 1, "s": i % k + 1}),
                  "sequence": ("nx_where_sequence", {"b": i // (b * k) + 1, "l": i // k % b + 1, "d": i % k + 1}),
                  "table": ("nx_where_table", {"n": "ABCDEF"[i // k], "d": i % k + 1})}[self.form]
-        stat = sharing_id(self, i)
+        stat = int(self.sharing().labels().flatten()[i])
         moment = (f"{text('mean_square', self.lang)} = {_fmt(values['mean'][stat])}" if self.method == "rms" else
                   f"μ = {_fmt(values['mean'][stat])}, σ² = {_fmt(values['variance'][stat])}")
         line = text("nx_report", self.lang).format(where=text(where[0], self.lang).format(**where[1]), stat=moment,
@@ -288,24 +292,3 @@ class Explorer(anywidget.AnyWidget):
         if compared is not None:
             line += "\n" + text("nx_report_checked", self.lang).format(count=compared)
         return line
-
-
-def sharing_id(e: Explorer, i: int) -> int:
-    """The statistic element ``i`` uses, in the widget's order (``sharing`` in explorer.js)."""
-    a, b, k = _sizes(e)
-    n, c, s = i // (b * k), i // k % b, i % k
-    if e.method == "batch":
-        return c if e.form == "image" else s
-    if e.method == "instance":
-        return n * b + c
-    if e.method == "group":
-        return n * e.groups + c // (b // e.groups)
-    if e.method == "batch_dim0":
-        return c * k + s
-    return n if e.form == "image" else n * b + c      # layer, rms
-
-
-def explorer(lang: str = "en", layouts: Sequence[str] = ("image", "sequence", "table"), **state) -> Explorer:
-    """An :class:`Explorer` in ``lang`` offering ``layouts`` (the first is shown, or ``form=``), with any
-    other state (``method="group"``, ``groups=2``, ``image_shape=[2, 6, 4]``, ``training=False`` …)."""
-    return Explorer(lang, layouts, **state)
