@@ -222,7 +222,8 @@ def _configure(app, config) -> None:
     # The pages' widgets are anywidgets (normlib.book.explorer): a loader of a few kB mounts them
     # from the stored state, in place of RequireJS and the 3.6 MB Jupyter widget manager.
     config.nb_ipywidgets_js = {WIDGET_MODULES: {}, WIDGETS_LOADER: {}}
-    app.vendored_widget_modules = True
+    # read once per build: every page with widget state compares its stored modules with these
+    app.book_widget_sources = _book_widget_sources()
     # The print stylesheet last, after the theme's: it overrides the theme on paper.
     config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, (PRINT_CSS, {"media": "print"})]
     config.html_js_files = [*config.html_js_files, PRINT_JS]
@@ -273,11 +274,11 @@ def _share_widget_modules(app, pagename, templatename, context, doctree) -> None
     widget whose stored source is the current one: anywidget-modules.js carries it. A widget that
     stored another version keeps its own (it still renders as it was executed)."""
     scripts = context.get("script_files")
-    if not isinstance(scripts, list) or not getattr(app, "vendored_widget_modules", False):
+    sources = getattr(app, "book_widget_sources", None)     # None: nothing vendored (CDN fallback)
+    if not isinstance(scripts, list) or sources is None:
         return
     from myst_nb.core.render import sanitize_script_content
 
-    sources = _book_widget_sources()
     for index, js in enumerate(scripts):
         attributes = getattr(js, "attributes", {})
         if attributes.get("type") != "application/vnd.jupyter.widget-state+json":
