@@ -129,13 +129,23 @@ def repository_branch(root: Path = ROOT) -> str:
     return str(_repository(root).get("branch") or "main")
 
 
-def install_cell(url: str | None = None) -> nbformat.NotebookNode:
+INSTALL_COMMENTS = {
+    "en": ("# Opened on Colab, Binder or a JupyterHub? Install normlib from the book's repository.\n"
+           "# Where normlib is already installed (make lab, the book's own .venv) this does nothing.\n"),
+    "ko": ("# Colab, Binder, JupyterHub에서 열었나요? 책의 저장소에서 normlib을 설치합니다.\n"
+           "# normlib이 이미 설치된 환경(make lab, 책의 .venv)에서는 아무것도 하지 않습니다.\n"),
+}
+
+
+_URL_MARK = "\x00url\x00"
+
+
+def install_cell(url: str | None = None, lang: str = "en") -> nbformat.NotebookNode:
     """The first code cell of every notebook: install normlib where it is missing (hidden in the book),
-    from ``url`` (default: ``repository.url``)."""
+    from ``url`` (default: ``repository.url``), its comments in ``lang``."""
     url = repository_url() if url is None else url
     source = (
-        "# Opened on Colab, Binder or a JupyterHub? Install normlib from the book's repository.\n"
-        "# Where normlib is already installed (make lab, the book's own .venv) this does nothing.\n"
+        INSTALL_COMMENTS[lang] +
         "try:\n"
         "    import normlib\n"
         "except ModuleNotFoundError:\n"
@@ -146,6 +156,17 @@ def install_cell(url: str | None = None) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(source)
     cell.metadata["tags"] = ["remove-cell"]
     return cell
+
+
+def installed_from(source: str) -> str | None:
+    """The address an install cell installs from, or None when ``source`` is not an install cell."""
+    for lang in INSTALL_COMMENTS:
+        before, after = install_cell(_URL_MARK, lang).source.split(_URL_MARK)
+        if source.startswith(before) and source.endswith(after):
+            url = source[len(before):len(source) - len(after)]
+            if url and "\n" not in url:
+                return url
+    return None
 
 
 def stems(folder: Path) -> list[str]:

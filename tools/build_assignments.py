@@ -98,7 +98,7 @@ def notebook(blocks: list[dict], lang: str) -> nbformat.NotebookNode:
             continue
         source = code_for(body, lang)
         if kind == "setup":
-            cells.append(_nbgrader(install_cell(), "install", locked=True))
+            cells.append(_nbgrader(install_cell(lang=lang), "install", locked=True))
             cells.append(_nbgrader(nbformat.v4.new_code_cell(f'LANG = "{lang}"\n' + source), "setup", locked=True))
         elif kind == "code":
             cells.append(nbformat.v4.new_code_cell(source))

@@ -59,6 +59,7 @@ try:
         code_for,
         count,
         install_cell,
+        installed_from,
         repository_branch,
         repository_url,
     )
@@ -68,7 +69,7 @@ except ModuleNotFoundError as error:  # run as a file (python tools/build_chapte
     raise SystemExit(f"run it from the repository's root as a module: python -m tools.build_chapters ({error})") from None
 
 SRC = ROOT / "chapters" / "src"
-OTHER = {"ko": ("en", "English version"), "en": ("ko", "한국어판")}
+OTHER = {"ko": ("en", "영어판(English version)"), "en": ("ko", "한국어판")}
 
 
 def _one_language(options: list[str]) -> str | None:
@@ -140,7 +141,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
                 lines.insert(1, f"\n[{label} →](../{other}/{stem}.ipynb)")
                 body = "\n".join(lines)
                 cells.append(nbformat.v4.new_markdown_cell(markdown_for(body, lang)))
-                cells.append(install_cell())
+                cells.append(install_cell(lang=lang))
                 titled = True
                 continue
             cells.append(nbformat.v4.new_markdown_cell(markdown_for(body, lang)))
@@ -185,7 +186,9 @@ def keep_outputs(new: nbformat.NotebookNode, old: nbformat.NotebookNode) -> bool
     outputs and what execution stored in the notebook's metadata (the widgets' state, which the
     book's static explorers need), so a change to the prose alone (or a library link) needs no
     re-execution. Returns whether it did."""
-    code = lambda nb: [(c.source, c.metadata.get("tags", [])) for c in nb.cells if c.cell_type == "code"]
+    def code(nb):   # an install cell counts by the address it installs from, not its comments' language
+        return [(installed_from(c.source) or c.source, c.metadata.get("tags", [])) for c in nb.cells
+                if c.cell_type == "code"]
     if code(new) != code(old):
         return False
     for key, value in old.metadata.items():   # what execution stored: the widgets' state, language_info

@@ -38,13 +38,12 @@ from pathlib import Path
 import nbformat
 
 try:
-    from tools.bilingual import ROOT, SourceError, install_cell, repository_branch, repository_url
+    from tools.bilingual import ROOT, SourceError, install_cell, installed_from, repository_branch, repository_url
 except ModuleNotFoundError as error:  # run as a file instead of a module
     raise SystemExit(f"run it from the repository's root as a module: python -m tools.repository ({error})") from None
 
 # A link into the library's sources, as tools.build_chapters writes it: ](URL/blob/BRANCH/normlib/…)
 LIBRARY_LINK = re.compile(r"\]\((?P<url>[^()\s]+?)/blob/(?P<branch>[^()\s]+?)/(?P<path>normlib/[^()\s]*)\)")
-_MARK = "\x00"
 
 
 def notebooks(root: Path) -> list[Path]:
@@ -57,16 +56,6 @@ def notebooks(root: Path) -> list[Path]:
 def releases(root: Path) -> list[Path]:
     """The student versions nbgrader wrote (``make assignments-release``), if any."""
     return sorted(p for p in (root / "assignments" / "release").glob("*/*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-
-
-def installed_from(source: str) -> str | None:
-    """The address an install cell installs from, or None when ``source`` is not an install cell."""
-    before, after = install_cell(_MARK).source.split(_MARK)
-    if source.startswith(before) and source.endswith(after):
-        url = source[len(before):len(source) - len(after)]
-        if url and "\n" not in url:
-            return url
-    return None
 
 
 @dataclass
@@ -98,7 +87,8 @@ def follow(nb: nbformat.NotebookNode, path: Path, url: str, branch: str) -> Repo
         report.problems.append("its first code cell is not the install cell (tools.bilingual.install_cell)")
     else:
         report.old = old
-        expected = install_cell(url).source
+        korean = "ko" in path.parts or path.parent.name.endswith("_ko")   # chapters/ko/…, …/01_layernorm_ko/…
+        expected = install_cell(url, "ko" if korean else "en").source
         if code[0].source != expected:
             code[0].source = expected
             report.install = True
