@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-fold bench-dyt \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt \
 	assignments assignments-release autograde feedback repository
 
 $(STAMP): requirements.txt pyproject.toml
@@ -84,6 +84,11 @@ perturbed: $(STAMP)
 ## writes benchmarks/results/normalization.{md,json,png} and roofline.png.
 bench: $(STAMP)
 	$(PY) benchmarks/normalization.py
+
+## Measure what chapter 8's passes × bytes ÷ bandwidth leaves out: allocation, BatchNorm's serial statistics loop,
+## a fixed cost per operation (one thread; under a minute); writes benchmarks/results/kernels.{md,json}.
+bench-kernels: $(STAMP)
+	$(PY) benchmarks/kernels.py
 
 ## Time conv + BatchNorm in evaluation mode against the folded conv (chapter 10; under a minute);
 ## writes benchmarks/results/fold.{md,json}.
