@@ -268,6 +268,11 @@ _PAIRS = {
     "saved_shapes": ("LayerNorm에서 각 구현이 저장하는 텐서의 모양:", "LayerNorm, what each keeps (shape):"),
     "sample_a": ("샘플 A:", "sample A:"),
     "variant_hand": ("손으로 유도한 구현", "hand-derived"),
+    "variant_from_output": ("출력 y를 저장하는 구현", "saving the output y"),
+    "with_next_layer_head": ("LayerNorm (4096, 1024): 층 하나만 셀 때 / 뒤의 선형 층과 함께 셀 때 (매개변수 제외)",
+                             "LayerNorm (4096, 1024): saved by the layer alone / with the linear layer after it (parameters not counted)"),
+    "eval_bn_scale": ("평가 모드 BatchNorm의 입력 기울기와 u · γ/√(이동 분산 + ε)의 최대 절대 차이:",
+                      "evaluation-mode BatchNorm, max |input gradient − u · γ/√(running var + ε)|:"),
     "variant_compiled": ("읽기 쉬운 구현 + torch.compile", "readable + torch.compile"),
     # chapter 8's printed lines
     "threads": ("스레드 {n}개", "{n} threads"),
