@@ -64,6 +64,7 @@ PYTHON_LITERALS = {"True", "False", "None"}
 ENGLISH_ALLOWED = {
     # units (MB, GB, GB/s, GFLOP/s are all capitals or formulas; µs and s need no entry)
     "ms": "milliseconds: '1.21 ms'",
+    "ns": "nanoseconds: '2.68 ns' (chapter 8's statistics loop)",
     # math symbols, spelled out in printed formulas
     "eps": "ε, the layers' eps argument: 'eps 1e-06: …', 'sqrt(var + eps)'",
     "var": "Var(x) in printed formulas: 'sqrt(var + eps)', 'merged var'",

@@ -42,7 +42,7 @@ PAIRS = {
                        '{name}, input 8×64×28×28:\n  conv + BatchNorm {two:.2f} ms, folded conv {one:.2f} ms, {ratio:.2f}×'),
     "ch10:no_bench": ("benchmarks/results/fold.json이 없습니다. 저장소에서 `make bench-fold`를 실행하세요",
                       "no benchmarks/results/fold.json: run `make bench-fold` in the repository"),
-    "ch10:bench_run": ('마지막 make bench-fold 실행: {date}, {cpu}, 스레드 {threads}개, torch {torch}\nfloat32, {repeats}번 잰 중앙값: 접지 않으면 → 접으면(ms), 빨라진 배율(퍼짐)',
+    "ch10:bench_run": ('마지막 벤치마크 실행(benchmarks/fold.py): {date}, {cpu}, 스레드 {threads}개, torch {torch}\nfloat32, {repeats}번 잰 중앙값: 접지 않으면 → 접으면(ms), 빨라진 배율(퍼짐)',
                        'the last make bench-fold run: {date}, {cpu}, {threads} thread(s), torch {torch}\nfloat32, median of {repeats} calls: unfolded → folded (ms), speed-up (spread)'),
     "ch10:bench_row": ('  {case}, 입력 {shape}: {two:.2f} → {one:.2f} ms, {ratio:.2f}배 (퍼짐 {spread:.0f}%)',
                        '  {case}, input {shape}: {two:.2f} → {one:.2f} ms, {ratio:.2f}× (spread {spread:.0f}%)'),

@@ -80,7 +80,7 @@ PAIRS = {
     "ch11:dyt_ops": ("DyT 순전파의 연산: {ops}", "DyT's forward operations: {ops}"),
     "ch11:no_dyt_bench": ("여기에는 `make bench-dyt`의 결과가 없습니다(책의 저장소에서 실행하면 보입니다).",
                           "No `make bench-dyt` results here (they are in the book's repository)."),
-    "ch11:last_dyt_bench": ("마지막 make bench-dyt 실행: {date} UTC, {cpu}, 스레드 {threads}개, torch {torch}, 부하(1분 평균) {before:.1f} → {after:.1f}",
+    "ch11:last_dyt_bench": ("마지막 벤치마크 실행(benchmarks/dyt.py): {date} UTC, {cpu}, 스레드 {threads}개, torch {torch}, 부하(1분 평균) {before:.1f} → {after:.1f}",
                             "last make bench-dyt run: {date} UTC, {cpu}, {threads} threads, torch {torch}, load (1-minute average) {before:.1f} → {after:.1f}"),
     "ch11:kernels": ("커널 하나, {size}: 복사 {copy:.1f} ms, 곱셈 {mul:.1f} ms, tanh(x) {tanh:.1f} ms (복사의 {ratio:.1f}배)",
                      "one kernel, {size}: copy {copy:.1f} ms, multiply {mul:.1f} ms, tanh(x) {tanh:.1f} ms ({ratio:.1f}× the copy)"),
