@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds \
 	assignments assignments-release autograde feedback repository
 
 $(STAMP): requirements.txt pyproject.toml
@@ -99,6 +99,11 @@ bench-fold: $(STAMP)
 ## writes benchmarks/results/dyt.{md,json}.
 bench-dyt: $(STAMP)
 	$(PY) benchmarks/dyt.py
+
+## Train chapter 11's tiny transformer with LayerNorm and with DyT over 20 seeds (float64, one thread; a few
+## minutes); writes benchmarks/results/dyt_seeds.{md,json}, which chapter 11 reads.
+bench-dyt-seeds: $(STAMP)
+	$(PY) benchmarks/dyt_seeds.py
 
 ## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
 ## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing

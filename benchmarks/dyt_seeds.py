@@ -1,0 +1,94 @@
+"""DyT against LayerNorm in chapter 11's tiny transformer, over many seeds (issue 27, chapter 11).
+
+    make bench-dyt-seeds     # or: .venv/bin/python benchmarks/dyt_seeds.py [--seeds 20]   (1 thread, float64)
+
+The runs themselves are in ``normlib.book.dyt_seeds`` (which chapter 11 also uses where these results
+are missing). For every seed, chapter 11's reversal model (6 pre-norm blocks, width 32, 2 heads) is trained for
+100 steps with Adam three times, with the seed fixing the initial values and the batches:
+LayerNorm at learning rate 1e-2, DyT at 1e-2 (every LayerNorm replaced one for one), and DyT at a
+third of it. Each run gives the first step at 99% accuracy and, over its last 50 steps, the median
+loss and the largest rise of the loss from one step to the next (chapter 11's ``summary``). For
+the DyT run at 1e-2 it also records, per DyT layer, the learned α, α times the σ of the layer's
+input and the share of inputs with |αx| > 2, on chapter 11's fixed batch of 64 sequences.
+
+This is a measurement of training outcomes, not of time: float64 and one thread, so that the
+numbers are the same on every machine (the chapter re-runs seed 0 live and checks it against
+these results). Takes a few minutes on one core.
+
+Writes, to benchmarks/results/: ``dyt_seeds.json`` (every run, with its loss curve) and
+``dyt_seeds.md`` (a table per seed and the counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from normlib.bench import machine_info
+from normlib.book.dyt_seeds import RUNS, sweep
+
+OUT = Path(__file__).resolve().parent / "results"
+
+
+def report(result: dict) -> str:
+    m = result["machine"]
+    lines = [
+        "# DyT against LayerNorm in chapter 11's tiny transformer, per seed",
+        "",
+        f"Run {m['date']} on {m['cpu']}, torch {m['torch']} with {m['threads']} thread(s), float64, "
+        f"{len(result['seeds'])} seeds, {result['steps']} steps each; the run took {result['seconds']:.0f} s. "
+        "Written by `make bench-dyt-seeds` (benchmarks/dyt_seeds.py).",
+        "",
+        "first = first step at 99% accuracy; median = median loss over the last 50 steps; "
+        "rise = largest ratio of one step's loss to the step before, over the last 50 steps.",
+        "",
+        "| seed | " + " | ".join(f"{n} first | {n} median | {n} rise" for n in RUNS) + " |",
+        "|---:|" + "---:|" * (3 * len(RUNS)),
+    ]
+    for seed in result["seeds"]:
+        cells = []
+        for name in RUNS:
+            r = result["runs"][name][str(seed)]
+            cells += [str(r["first"]), f"{r['median']:.2e}", f"{r['rise']:.2f}"]
+        lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+    ln, dyt, slow = (result["runs"][n] for n in RUNS)
+    seeds = [str(s) for s in result["seeds"]]
+    earlier = [ln[s]["first"] - dyt[s]["first"] for s in seeds if ln[s]["first"] and dyt[s]["first"]]
+    lines += [
+        "",
+        f"- DyT reaches 99% before LayerNorm on {sum(e > 0 for e in earlier)} of {len(seeds)} seeds "
+        f"(steps earlier: mean {statistics.mean(earlier):.1f}, min {min(earlier)}, max {max(earlier)})",
+        f"- DyT's loss rises more than 5× in one step on {sum(dyt[s]['rise'] > 5 for s in seeds)} of {len(seeds)} seeds; "
+        f"LayerNorm's more than 1.5× on {sum(ln[s]['rise'] > 1.5 for s in seeds)}",
+        f"- DyT at lr/3: a rise above 1.5× on {sum(slow[s]['rise'] > 1.5 for s in seeds)} of {len(seeds)} seeds",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20, help="seeds 0, 1, …, N − 1 (default 20)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float64)
+    start = time.perf_counter()
+    result = sweep(range(args.seeds), progress=lambda line: print(line, flush=True))
+    result.update(machine=machine_info(), seconds=time.perf_counter() - start)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "dyt_seeds.json").write_text(json.dumps(result, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = report(result)
+    (args.out / "dyt_seeds.md").write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {args.out}/dyt_seeds.{{md,json}}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
