@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement \
 	assignments assignments-release autograde feedback repository
 
 $(STAMP): requirements.txt pyproject.toml
@@ -104,6 +104,13 @@ bench-dyt: $(STAMP)
 ## minutes); writes benchmarks/results/dyt_seeds.{md,json}, which chapter 11 reads.
 bench-dyt-seeds: $(STAMP)
 	$(PY) benchmarks/dyt_seeds.py
+
+## Train chapter 10's tiny transformer post-norm and pre-norm, with and without warmup, and its controls
+## (RAdam, a smaller learning rate, depths 2-4) over 10 seeds, and measure its gradients at initialization
+## over 20 seeds (float64, one thread; about 6 minutes); writes benchmarks/results/placement.{md,json},
+## which chapter 10 reads.
+bench-placement: $(STAMP)
+	$(PY) benchmarks/placement.py
 
 ## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
 ## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing

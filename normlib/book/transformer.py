@@ -196,8 +196,10 @@ def chain_batch(batch: int, vocab: int, length: int, generator: torch.Generator,
 
 def train(model: nn.Module, steps: int, lr: float, warmup: int = 0, batch: int = 32, seed: int = 0,
           every: Optional[Callable[[int, nn.Module], None]] = None,
-          task: Callable[..., tuple[Tensor, Tensor]] = reversal_batch) -> Dict[str, List[float]]:
-    """Train ``model`` on ``task`` (:func:`reversal_batch` unless given, or :func:`chain_batch`) with Adam (β = 0.9, 0.98, as the original transformer)
+          task: Callable[..., tuple[Tensor, Tensor]] = reversal_batch,
+          optimizer: Callable[..., torch.optim.Optimizer] = torch.optim.Adam) -> Dict[str, List[float]]:
+    """Train ``model`` on ``task`` (:func:`reversal_batch` unless given, or :func:`chain_batch`) with Adam (β = 0.9, 0.98, as the original transformer;
+    ``optimizer`` swaps in another class that takes the same arguments, such as ``torch.optim.RAdam``)
     for ``steps`` steps: the learning rate rises linearly from lr/warmup to ``lr`` over the first
     ``warmup`` steps (none when 0), then stays. Returns the loss (cross-entropy per token) and the
     accuracy (share of the targets right, ``IGNORE`` ones left out) of every step; ``every(step, model)``
@@ -208,7 +210,7 @@ def train(model: nn.Module, steps: int, lr: float, warmup: int = 0, batch: int =
     embed = next(m for m in model.modules() if isinstance(m, nn.Embedding))
     vocab, length = embed.num_embeddings, model.position.shape[0]
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), foreach=True)
+    optimizer = optimizer(model.parameters(), lr=lr, betas=(0.9, 0.98), foreach=True)
     history: Dict[str, List[float]] = {"loss": [], "accuracy": []}
     for step in range(steps):
         for group in optimizer.param_groups:
