@@ -131,6 +131,8 @@ def report(result: dict) -> str:
              "| run | placement | depth | warmup | lr | optimizer | QK-norm | learned | stuck | final, mean ± se | final, min–max |",
              "|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|"]
     for name, (placement, depth, warmup, lr, optimizer, qk) in RUNS.items():
+        if name not in result["runs"]:        # a quick look with --only
+            continue
         s = result["runs"][name]["summary"]
         lines.append(f"| {name} | {placement} | {depth} | {warmup} | {lr:g} | {optimizer} | {'yes' if qk else 'no'} | "
                      f"{s['learned']}/{s['n']} | {s['stuck']}/{s['n']} | {s['mean']:.3f} ± {s['se']:.3f} | "
