@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import html
 import re
+import warnings
 from pathlib import Path
 from unittest import mock
 
@@ -97,6 +98,13 @@ def _sync_batch_norm_on_cpu():
         nn.SyncBatchNorm(3)(torch.randn(4, 3))
 
 
+def _instance_norm_count_warning():
+    # chapter 6's pitfall prints the warning nn.InstanceNorm1d(C) gives on an (N, C) input
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nn.InstanceNorm1d(3)(torch.randn(4, 3))
+
+
 # PyTorch's own exception messages, which the chapters print verbatim to compare normlib's with
 # them (normlib's messages begin with torch's text, then explain in Korean). A writer cannot
 # translate them. test_torch_messages_are_torchs_own checks each against what torch raises.
@@ -111,6 +119,11 @@ TORCH_MESSAGES = {
         lambda: nn.BatchNorm1d(8)(torch.randn(4, 16, 8)),
     r"SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone":
         _sync_batch_norm_on_cpu,
+    r"input's size at dim=0 does not match num_features\. You can silence this warning by not passing in "
+    r"num_features, which is not used because affine=False":
+        _instance_norm_count_warning,
+    r"expected input's size at dim=0 to match num_features \(\d+\), but got: \d+\.":
+        lambda: nn.InstanceNorm1d(3, affine=True)(torch.randn(4, 3)),
 }
 
 # torch's repr of a parameter begins with this line.
@@ -299,7 +312,8 @@ def test_there_are_notebooks_to_check():
     assert KO_NOTEBOOKS and [p.name for p in KO_NOTEBOOKS] == [p.name for p in EN_NOTEBOOKS]
 
 
-@pytest.mark.parametrize("pattern", list(TORCH_MESSAGES), ids=["bn-one-value", "in-one-element", "ln-shape", "bn-running-mean", "syncbn-cpu"])
+@pytest.mark.parametrize("pattern", list(TORCH_MESSAGES), ids=["bn-one-value", "in-one-element", "ln-shape", "bn-running-mean", "syncbn-cpu",
+                                                           "in-num-features-warning", "in-num-features-affine"])
 def test_torch_messages_are_torchs_own(pattern):
     """An exemption of TORCH_MESSAGES is text torch raises today, not a label of the book."""
     with pytest.raises(Exception) as info:
