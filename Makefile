@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement \
+.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
 	assignments assignments-release autograde feedback repository
 
 $(STAMP): requirements.txt pyproject.toml
@@ -111,6 +111,11 @@ bench-dyt-seeds: $(STAMP)
 ## which chapter 10 reads.
 bench-placement: $(STAMP)
 	$(PY) benchmarks/placement.py
+
+## Train chapter 1's three networks over 20 seeds at 4 learning rates, and on raw inputs with two controls,
+## float64 on one thread (about 20 minutes); writes benchmarks/results/lr_sweep.{md,json}, which chapter 1 reads.
+bench-lr-sweep: $(STAMP)
+	$(PY) benchmarks/lr_sweep.py
 
 ## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
 ## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing
