@@ -78,7 +78,7 @@ def as_normalized_shape(normalized_shape: ShapeLike, allow_empty: bool = False) 
     """
     if isinstance(normalized_shape, bool):
         raise _NormalizedShapeTypeError(say(en=f"normalized_shape must be an int or a sequence of ints, got {normalized_shape!r}",
-                                            ko=f"normalized_shape는 int나 int의 시퀀스여야 하는데 {normalized_shape!r}을(를) 받았습니다"))
+                                            ko=f"normalized_shape는 int나 int의 시퀀스여야 하는데, 받은 값은 {normalized_shape!r}입니다."))
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
     try:
@@ -86,11 +86,11 @@ def as_normalized_shape(normalized_shape: ShapeLike, allow_empty: bool = False) 
     except TypeError:
         raise _NormalizedShapeTypeError(say(
             en=f"normalized_shape must be an int or a sequence of ints, got {type(normalized_shape).__name__}",
-            ko=f"normalized_shape는 int나 int의 시퀀스여야 하는데 {type(normalized_shape).__name__}을(를) 받았습니다",
+            ko=f"normalized_shape는 int나 int의 시퀀스여야 하는데, 받은 값은 {type(normalized_shape).__name__} 객체입니다.",
         )) from None
     if isinstance(normalized_shape, str) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
         raise _NormalizedShapeTypeError(say(en=f"normalized_shape must contain only ints, got {normalized_shape!r}",
-                                            ko=f"normalized_shape에는 int만 들어가야 하는데 {normalized_shape!r}을(를) 받았습니다"))
+                                            ko=f"normalized_shape에는 int만 들어가야 하는데, 받은 값은 {normalized_shape!r}입니다."))
     if len(dims) == 0 and not allow_empty:
         raise NormInputError(
             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
@@ -184,7 +184,7 @@ class Sharing:
         index = tuple(index)
         if len(index) != len(self.shape) or any(not 0 <= i < s for i, s in zip(index, self.shape)):
             raise NormInputError(say(en=f"index {index} does not point into a tensor of shape {_fmt(self.shape)}",
-                                     ko=f"인덱스 {index}는 모양 {_fmt(self.shape)}인 텐서 안을 가리키지 않습니다"))
+                                     ko=f"이 인덱스는 모양 {_fmt(self.shape)}인 텐서 밖을 가리킵니다: {index}"))
         labels = self.labels()
         return labels == labels[index]
 
@@ -197,7 +197,7 @@ def _check_ndim(method: str, shape: Tuple[int, ...], at_least: int, layout: str,
             en=f"{method} expects an input of shape {layout} with at least {at_least} dimensions, "
                f"but got an input of shape {_fmt(shape)} ({len(shape)} dimensions)",
             ko=f"{method}의 입력은 차원이 {at_least}개 이상인 {layout} 모양이어야 하는데, "
-               f"모양 {_fmt(shape)}(차원 {len(shape)}개)인 입력을 받았습니다"))
+               f"모양 {_fmt(shape)}(차원 {len(shape)}개)인 입력을 받았습니다."))
 
 
 def batch_norm_axes(shape: Sequence[int]) -> Sharing:
@@ -242,17 +242,17 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
     _check_ndim("group_norm", shape, 2, "(N, C, *)", torch_says=True)
     if isinstance(num_groups, bool) or not isinstance(num_groups, int):
         raise NormInputError(say(en=f"num_groups must be a positive int, got {num_groups!r}",
-                                 ko=f"num_groups는 양의 int여야 하는데 {num_groups!r}을(를) 받았습니다"))
+                                 ko=f"num_groups는 양의 int여야 하는데, 받은 값은 {num_groups!r}입니다."))
     if num_groups == 0:   # torch: the channel count divided by zero groups
         raise ZeroDivisionError("integer division or modulo by zero: " + say(
             en="group_norm splits the channels into num_groups groups of equal size, so it needs num_groups >= 1, "
                "but got num_groups=0",
             ko="group_norm은 채널을 같은 크기의 그룹 num_groups개로 나누므로 num_groups >= 1이어야 하는데, "
-               "num_groups=0을 받았습니다"))
+               "num_groups=0을 받았습니다."))
     if num_groups < 0:
         raise NormInputError(f"Expected num groups to be greater than 0, got {num_groups}: " + say(
             en="num_groups is the number of channel groups, a positive int",
-            ko="num_groups는 채널 그룹의 개수라 양의 int여야 합니다"))
+            ko="num_groups는 채널 그룹의 개수라 양의 int여야 합니다."))
     channels = shape[1]
     if channels % num_groups != 0:
         raise NormInputError(
@@ -261,7 +261,7 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
                 en=f"group_norm splits the {channels} channels of an input of shape {_fmt(shape)} into "
                    f"num_groups={num_groups} groups of equal size",
                 ko=f"group_norm은 모양 {_fmt(shape)}인 입력의 채널 {channels}개를 같은 크기의 그룹 "
-                   f"num_groups={num_groups}개로 나누어야 합니다"))
+                   f"num_groups={num_groups}개로 나누어야 합니다."))
     size = channels // num_groups
     groups = tuple(tuple(range(g * size, (g + 1) * size)) for g in range(num_groups))
     return Sharing("group", shape, tuple(range(1, len(shape))), groups)
@@ -288,9 +288,9 @@ def layer_norm_axes(shape: Sequence[int], normalized_shape: ShapeLike, method: s
                 en=f"{method}_norm pools the last {k} dimension(s), whose sizes must equal normalized_shape={_fmt(dims)}, "
                    f"so it expects an input of shape (*, {', '.join(map(str, dims))}); an input of shape "
                    f"{_fmt(shape)} does not end in {_fmt(dims)}.",
-                ko=f"{method}_norm은 마지막 차원 {k}개로 통계를 내고 그 차원들의 크기가 normalized_shape={_fmt(dims)}와 "
-                   f"같아야 하므로 입력은 (*, {', '.join(map(str, dims))}) 모양이어야 합니다. 모양 {_fmt(shape)}인 "
-                   f"입력은 {_fmt(dims)}로 끝나지 않습니다."))
+                ko=f"{method}_norm은 마지막 차원 {k}개로 통계를 내므로 입력의 끝 차원들이 normalized_shape와 같아야 "
+                   f"합니다. normalized_shape={_fmt(dims)}, 곧 (*, {', '.join(map(str, dims))}) 모양의 입력이 "
+                   f"필요한데, 모양 {_fmt(shape)}인 입력을 받았습니다."))
     return Sharing(method, shape, tuple(range(len(shape) - k, len(shape))))
 
 
@@ -325,7 +325,7 @@ def sharing(
     """
     if method not in METHODS:
         raise NormInputError(say(en=f"method must be one of {METHODS}, got {method!r}",
-                                 ko=f"method는 {METHODS} 중 하나여야 하는데 {method!r}을(를) 받았습니다"))
+                                 ko=f"method는 {METHODS} 중 하나여야 하는데, 받은 값은 {method!r}입니다."))
     if method in ("layer", "rms"):
         if normalized_shape is None:
             raise NormInputError(say(en=f"method {method!r} needs normalized_shape (for example the last dimension's size)",
@@ -333,14 +333,14 @@ def sharing(
         return layer_norm_axes(shape, normalized_shape, method=method)
     if normalized_shape is not None:
         raise NormInputError(say(en=f"method {method!r} takes no normalized_shape, got {normalized_shape!r}",
-                                 ko=f"method {method!r}는 normalized_shape를 받지 않는데 {normalized_shape!r}을(를) 받았습니다"))
+                                 ko=f"method {method!r}에는 normalized_shape를 주지 않아야 하는데, 받은 값은 normalized_shape={normalized_shape!r}입니다."))
     if method == "group":
         if num_groups is None:
-            raise NormInputError(say(en="method 'group' needs num_groups", ko="method 'group'에는 num_groups가 필요합니다"))
+            raise NormInputError(say(en="method 'group' needs num_groups", ko="method 'group'에는 num_groups가 필요합니다."))
         return group_norm_axes(shape, num_groups)
     if num_groups is not None:
         raise NormInputError(say(en=f"method {method!r} takes no num_groups, got {num_groups!r}",
-                                 ko=f"method {method!r}는 num_groups를 받지 않는데 {num_groups!r}을(를) 받았습니다"))
+                                 ko=f"method {method!r}에는 num_groups를 주지 않아야 하는데, 받은 값은 num_groups={num_groups!r}입니다."))
     return batch_norm_axes(shape) if method == "batch" else instance_norm_axes(shape)
 
 
@@ -363,10 +363,10 @@ def sequence_sharing(method: str, shape: Sequence[int]) -> Sharing:
     shape = tuple(int(s) for s in shape)
     if method not in SEQUENCE_METHODS:
         raise NormInputError(say(en=f"method must be one of {SEQUENCE_METHODS} for a (B, L, D) tensor, got {method!r}",
-                                 ko=f"(B, L, D) 텐서의 method는 {SEQUENCE_METHODS} 중 하나여야 하는데 {method!r}을(를) 받았습니다"))
+                                 ko=f"(B, L, D) 텐서의 method는 {SEQUENCE_METHODS} 중 하나여야 하는데, 받은 값은 {method!r}입니다."))
     if len(shape) != 3 or min(shape) < 1:
         raise NormInputError(say(en=f"a sequence tensor has shape (B, L, D) with every size >= 1, got {_fmt(shape)}",
-                                 ko=f"시퀀스 텐서는 크기가 모두 1 이상인 (B, L, D) 모양인데 {_fmt(shape)}을(를) 받았습니다"))
+                                 ko=f"시퀀스 텐서는 크기가 모두 1 이상인 (B, L, D) 모양이어야 하는데, 받은 모양은 {_fmt(shape)}입니다."))
     reduced = {"batch": (0, 1), "layer": (2,), "rms": (2,), "batch_dim0": (0,)}[method]
     return Sharing("batch" if method == "batch_dim0" else method, shape, reduced)
 

@@ -289,11 +289,11 @@ class SyncBatchNorm(modules._BatchNorm):
                 en=f"SyncBatchNorm expects an input of at least 2 dimensions (N, C, *), but got a {input.dim()}D "
                    f"input of shape {_fmt(input.shape)}",
                 ko=f"SyncBatchNorm의 입력은 차원이 2개 이상인 (N, C, *)여야 하는데, 모양 {_fmt(input.shape)}인 "
-                   f"{input.dim()}D 입력을 받았습니다"))
+                   f"{input.dim()}D 입력을 받았습니다."))
         if input.shape[1] == 0:
             raise NormInputError(say(
                 en=f"SyncBatchNorm needs at least one channel (dim 1), but got an input of shape {_fmt(input.shape)}",
-                ko=f"SyncBatchNorm에는 채널(dim 1)이 하나 이상 필요한데, 모양 {_fmt(input.shape)}인 입력을 받았습니다"))
+                ko=f"SyncBatchNorm에는 채널(dim 1)이 하나 이상 필요한데, 모양 {_fmt(input.shape)}인 입력을 받았습니다."))
 
     def forward(self, input: Tensor) -> Tensor:
         args = self._count_batch_and_arguments(input)
@@ -317,8 +317,8 @@ class SyncBatchNorm(modules._BatchNorm):
         """
         if not isinstance(module, nn.Module):
             raise TypeError(say(en=f"convert_sync_batchnorm expects a torch.nn.Module, got {type(module).__name__}",
-                                ko=f"convert_sync_batchnorm에는 torch.nn.Module을 주어야 하는데 "
-                                   f"{type(module).__name__}을(를) 받았습니다"))
+                                ko=f"convert_sync_batchnorm에는 torch.nn.Module을 주어야 하는데, 받은 값은 "
+                                   f"{type(module).__name__} 객체입니다."))
         if _is_batch_norm(module) and not isinstance(module, cls):
             converted = cls(module.num_features, module.eps, module.momentum, module.affine,
                             module.track_running_stats, process_group, bias=module.bias is not None)

@@ -51,8 +51,8 @@ class DyT(nn.Module):
         if isinstance(alpha_init, bool) or not isinstance(alpha_init, (int, float)):
             raise TypeError(say(en=f"DyT expects alpha_init to be a real number (the paper uses 0.5), but got "
                                    f"{type(alpha_init).__name__} {alpha_init!r}",
-                                ko=f"DyT의 alpha_init은 실수여야 하는데(논문은 0.5) {type(alpha_init).__name__} "
-                                   f"{alpha_init!r}을(를) 받았습니다"))
+                                ko=f"DyT의 alpha_init은 실수여야 하는데(논문은 0.5), 받은 값은 {type(alpha_init).__name__} "
+                                   f"{alpha_init!r}입니다."))
         self.normalized_shape = as_normalized_shape(normalized_shape)
         self.alpha_init = float(alpha_init)
         self.elementwise_affine = elementwise_affine

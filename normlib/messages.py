@@ -17,7 +17,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["LANGUAGES", "set_language", "language", "speaking", "say"]
+__all__ = ["LANGUAGES", "set_language", "language", "speaking", "say", "layouts_ko"]
 
 LANGUAGES = ("en", "ko")
 _selected = ["en"]
@@ -27,7 +27,7 @@ def set_language(lang: str) -> None:
     """Explain errors in ``lang``: ``"en"`` (the default) or ``"ko"``."""
     if lang not in LANGUAGES:
         raise ValueError(say(en=f"set_language expects 'en' or 'ko', but got {lang!r}",
-                             ko=f"set_language에는 'en'이나 'ko'를 주어야 하는데 {lang!r}을(를) 받았습니다"))
+                             ko=f"set_language에는 'en'이나 'ko'를 주어야 하는데, 받은 값은 {lang!r}입니다."))
     _selected[0] = lang
 
 
@@ -50,3 +50,12 @@ def speaking(lang: str) -> Iterator[None]:
 def say(*, en: str, ko: str) -> str:
     """The explanation in the selected language; both are written where the error is raised."""
     return ko if _selected[0] == "ko" else en
+
+
+def layouts_ko(dims, layouts: str) -> str:
+    """Input layouts in Korean, each with its number of dimensions, for a Korean message.
+
+    >>> layouts_ko((2, 3), "(N, C) or (N, C, L)")
+    '2차원 (N, C) 또는 3차원 (N, C, L)'
+    """
+    return " 또는 ".join(f"{d}차원 {layout}" for d, layout in zip(dims, layouts.split(" or ")))

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from . import functional as F
 from .axes import NormInputError, ShapeLike, as_normalized_shape
-from .messages import say
+from .messages import layouts_ko, say
 
 __all__ = [
     "LayerNorm", "RMSNorm", "GroupNorm",
@@ -140,15 +140,15 @@ class GroupNorm(nn.Module):
             raise ZeroDivisionError("integer modulo by zero: " + say(
                 en=f"GroupNorm splits num_channels={num_channels} into num_groups groups of equal size, so it "
                    f"needs num_groups >= 1, but got num_groups=0",
-                ko=f"GroupNorm은 num_channels={num_channels}를 같은 크기의 그룹 num_groups개로 나누므로 "
-                   f"num_groups >= 1이어야 하는데 num_groups=0을 받았습니다"))
+                ko=f"GroupNorm은 채널(num_channels={num_channels})을 같은 크기의 그룹 num_groups개로 나누므로 "
+                   f"num_groups >= 1이어야 하는데 num_groups=0을 받았습니다."))
         if num_channels % num_groups != 0:
             raise NormInputError(
                 f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups}): " + say(
                     en=f"GroupNorm splits the channels into groups of equal size, but got num_channels={num_channels} "
                        f"and num_groups={num_groups}",
-                    ko=f"GroupNorm은 채널을 같은 크기의 그룹으로 나누는데, num_channels={num_channels}와 "
-                       f"num_groups={num_groups}를 받았습니다"))
+                    ko=f"GroupNorm은 채널을 같은 크기의 그룹으로 나누는데, 채널 수가 그룹 수로 나누어떨어지지 않습니다"
+                       f"(num_channels={num_channels}, num_groups={num_groups})."))
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
@@ -214,8 +214,8 @@ class _NormBase(nn.Module):
                 f"expected {expected} input (got {input.dim()}D input): " + say(
                     en=f"{type(self).__name__} expects a {expected} input {self._layouts}, but got a "
                        f"{input.dim()}D input of shape {tuple(input.shape)}",
-                    ko=f"{type(self).__name__}의 입력은 {expected} {self._layouts}여야 하는데, 모양 "
-                       f"{tuple(input.shape)}인 {input.dim()}D 입력을 받았습니다"))
+                    ko=f"{type(self).__name__}에는 {layouts_ko(allowed, self._layouts)} 입력이 필요한데, 모양 "
+                       f"{tuple(input.shape)}인 {input.dim()}차원 입력을 받았습니다."))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -336,18 +336,20 @@ class _InstanceNorm(_NormBase):
                         en=f"{type(self).__name__}({self.num_features}) has one γ and β per channel: it expects "
                            f"{self.num_features} channels at dim {dim} of a {self._layouts} input, but got an "
                            f"input of shape {tuple(input.shape)}",
-                        ko=f"{type(self).__name__}({self.num_features})는 채널마다 γ와 β가 하나씩이라 "
-                           f"{self._layouts} 입력의 dim {dim}에 채널 {self.num_features}개를 기대하는데, 모양 "
-                           f"{tuple(input.shape)}인 입력을 받았습니다"))
+                        ko=f"{type(self).__name__}({self.num_features})에는 채널마다 γ와 β가 하나씩 있으므로 "
+                           f"{layouts_ko(self._allowed_dims, self._layouts)} 입력의 dim {dim}에 채널이 "
+                           f"{self.num_features}개 있어야 하는데, 모양 {tuple(input.shape)}인 입력을 받았습니다."))
             # Without γ and β, num_features only sizes the running statistics (if any): as torch.nn,
             # a warning (and an error from instance_norm if running statistics are tracked).
-            warnings.warn(f"input's size at dim={dim} does not match num_features ({self.num_features}): " + say(
+            warnings.warn(f"input's size at dim={dim} does not match num_features. You can silence this warning by "
+                          f"not passing in num_features, which is not used because affine=False. " + say(
                 en=f"{type(self).__name__}({self.num_features}) got an input of shape {tuple(input.shape)}. With "
                    f"affine=False num_features sizes no γ or β (only the running statistics, if tracked), so every "
                    f"channel is normalized; set num_features={input.size(dim)} to silence this warning",
-                ko=f"{type(self).__name__}({self.num_features})가 모양 {tuple(input.shape)}인 입력을 받았습니다. "
-                   f"affine=False에서 num_features는 γ, β의 크기를 정하지 않으므로(이동 통계를 둘 때 그 크기만 정합니다) "
-                   f"모든 채널이 정규화됩니다. 이 경고를 없애려면 num_features={input.size(dim)}로 만드세요"),
+                ko=f"모양 {tuple(input.shape)}인 입력의 채널 수가 {type(self).__name__}({self.num_features})의 "
+                   f"num_features와 다릅니다. affine=False에서 num_features는 γ, β의 크기를 정하지 않으므로(이동 통계를 "
+                   f"둘 때 그 크기만 정합니다) 모든 채널이 정규화됩니다. 이 경고를 없애려면 "
+                   f"num_features를 채널 수와 같게 만드세요(num_features={input.size(dim)})."),
                 UserWarning, stacklevel=2)
         if unbatched:
             input = input.unsqueeze(0)

@@ -190,7 +190,7 @@ def merge_all(parts: Iterable[Moments]) -> Moments:
         total = part if total is None else merge(total, part)
     if total is None:
         raise ValueError(say(en="merge_all needs at least one Moments, got an empty iterable",
-                             ko="merge_all에는 Moments가 하나 이상 필요한데 빈 iterable을 받았습니다"))
+                             ko="merge_all에는 Moments가 하나 이상 필요한데 빈 iterable을 받았습니다."))
     return total
 
 
@@ -202,5 +202,5 @@ def chunked(x: Tensor, chunks: int, dim: int = 0) -> Moments:
     """
     if chunks < 1:
         raise ValueError(say(en=f"chunks must be a positive int, got {chunks}",
-                             ko=f"chunks는 양의 int여야 하는데 {chunks}를 받았습니다"))
+                             ko=f"chunks는 양의 int여야 하는데, 받은 값은 {chunks}입니다."))
     return merge_all(two_pass(c, dim) for c in torch.tensor_split(x, chunks, dim=dim))

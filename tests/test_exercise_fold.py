@@ -86,7 +86,7 @@ def test_each_slip_is_named_in_the_students_language(slip, name, lang):
     reread = "다시 읽어 볼 곳" if lang == "ko" else "Reread"
     assert reread in message.splitlines()[-1], message
     # the fold is chapter 10's; ε outside the root is chapter 4's pitfall
-    chapter, heading = (4, "함정: `std + eps`로 나누기" if lang == "ko" else "Pitfall: dividing by `std + eps`") \
+    chapter, heading = (4, "함정: std + eps로 나누기" if lang == "ko" else "Pitfall: dividing by std + eps") \
         if name == "fold_std_eps" else (10, "추론: BatchNorm을 앞 층에 접기" if lang == "ko"
                                         else "Inference: folding BatchNorm into the layer before it")
     assert f"{chapter}" in message.splitlines()[-1] and heading in message.splitlines()[-1], message
@@ -177,7 +177,7 @@ def test_each_scale_shift_slip_is_named_in_the_students_language(slip, name, lan
     message = str(info.value)
     assert info.value.diagnoses == (name,), message
     assert has_hangul(message) == (lang == "ko"), message
-    assert ("배율 s" if lang == "ko" else "scale s") in message or name == "shift_unscaled_mean", message
+    assert ("스케일 s" if lang == "ko" else "scale s") in message or name == "shift_unscaled_mean", message
 
 
 def test_scale_shift_must_return_a_pair_and_leave_bn_alone():

@@ -185,7 +185,8 @@ def diagnosis_lines(message: str, lang: str) -> list[str]:
 
 
 def section(key: str, lang: str) -> str:
-    return i18n.text(key, lang)
+    """A section's title as the reread line prints it: plain text, without the markdown backticks."""
+    return i18n.text(key, lang).replace("`", "")
 
 
 # --------------------------------------------------------------------------- correct implementations pass
@@ -349,7 +350,7 @@ def test_per_row_statistics_name_the_worst_row():
     worst_row = int((ours.var(1, correction=0) - torch_y.var(1, correction=0)).abs().argmax())
     message = str(failure(ex.check_layer_norm, student, "en"))
     var_line = next(line for line in message.splitlines() if "variance per row" in line)
-    assert f"row ({worst_row},)" in var_line
+    assert f"row {worst_row}:" in var_line, var_line          # one index, not a tuple "(1,)"
 
 
 @pytest.mark.parametrize("slip,expected,section_key", [
@@ -440,7 +441,7 @@ def test_axes_feedback(lang):
     error = failure(ex.check_axes, student, lang)
     message = str(error)
     assert set(error.diagnoses) == {"dim0", "batch_spatial", "layer_sample"}
-    wrong = [line for line in message.splitlines() if ("기댓값" if lang == "ko" else "expected") in line]
+    wrong = [line for line in message.splitlines() if ("정답" if lang == "ko" else "expected") in line]
     assert len(wrong) == 3
     assert any("(B, L, D)" in line and "(0, 1)" in line for line in wrong)
     assert any("(N, C, H, W)" in line and "(0, 2, 3)" in line for line in wrong)

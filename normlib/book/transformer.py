@@ -46,7 +46,7 @@ NormFactory = Callable[[int], nn.Module]
 def _check_placement(placement: str) -> str:
     if placement not in PLACEMENTS:
         raise ValueError(say(en=f"placement must be one of {PLACEMENTS}, but got {placement!r}",
-                             ko=f"placement는 {PLACEMENTS} 중 하나여야 하는데 {placement!r}을(를) 받았습니다"))
+                             ko=f"placement는 {PLACEMENTS} 중 하나여야 하는데, 받은 값은 {placement!r}입니다."))
     return placement
 
 
@@ -65,7 +65,7 @@ class Attention(nn.Module):
         self.causal = bool(causal)
         if d % heads:
             raise ValueError(say(en=f"the width d must split evenly into heads, but got d={d} and heads={heads}",
-                                 ko=f"폭 d는 헤드 수로 나누어떨어져야 하는데 d={d}, heads={heads}을(를) 받았습니다"))
+                                 ko=f"폭 d는 헤드 수로 나누어떨어져야 하는데, 받은 값은 d={d}, heads={heads}입니다."))
         self.heads, self.d_head = heads, d // heads
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
@@ -175,7 +175,7 @@ def chain_batch(batch: int, vocab: int, length: int, generator: torch.Generator,
     if vocab < 3 or length < 2 or back < 1 or not 0 <= mark < 1:
         got = f"vocab={vocab}, length={length}, back={back}, mark={mark}"
         raise ValueError(say(en=f"chain_batch needs vocab ≥ 3, length ≥ 2, back ≥ 1 and 0 ≤ mark < 1, but got {got}",
-                             ko=f"chain_batch에는 vocab ≥ 3, length ≥ 2, back ≥ 1, 0 ≤ mark < 1이 필요한데 받은 값은 {got}입니다"))
+                             ko=f"chain_batch에는 vocab ≥ 3, length ≥ 2, back ≥ 1, 0 ≤ mark < 1이 필요한데 받은 값은 {got}입니다."))
     words, marker, bos = vocab - 2, vocab - 2, vocab - 1
     successor = torch.randperm(words, generator=torch.Generator().manual_seed(0))
     tokens = torch.empty(batch, length, dtype=torch.long)

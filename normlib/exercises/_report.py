@@ -82,7 +82,8 @@ class _Report:
         message = "\n".join(
             [self.t("ex:title", name=self.name, case=self.case)]
             + [f"  • {line}" for line in self.lines]
-            + [self.t("ex:reread", chapter=int(s.split(":")[-1][:2]), section=text(s, self.lang)) for s in sections]
+            + [self.t("ex:reread", chapter=int(s.split(":")[-1][:2]), section=text(s, self.lang).replace("`", ""))
+               for s in sections]
         )
         raise CheckFailed(message, self.diagnoses) from cause
 
@@ -165,7 +166,8 @@ def _compare(report: _Report, what: str, got, expected: Tensor, tol: float, chec
     of the right shape and dtype: nothing more to compare)."""
     if not isinstance(got, Tensor):
         hint = report.t("ex:return_missing") if got is None else ""
-        report.add("ex:not_tensor", what=what, got=type(got).__name__ + hint)
+        report.add("ex:not_tensor", what=what, got=type(got).__name__)
+        report.lines[-1] += hint                    # after the sentence, not inside it
         return "shape"
     if tuple(got.shape) != tuple(expected.shape):
         report.add("ex:shape", what=what, expected=_fmt(expected.shape), got=_fmt(got.shape))

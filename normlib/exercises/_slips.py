@@ -77,7 +77,8 @@ def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, gr
             report.add("ex:group_ok", group=word, stat=stat)
             continue
         idx = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-        report.add("ex:group_off", group=word, stat=stat, index=_fmt([idx[d] for d in kept]),
+        where = [idx[d] for d in kept]              # one index: "row 1", not "row (1,)"
+        report.add("ex:group_off", group=word, stat=stat, index=str(where[0]) if len(where) == 1 else _fmt(where),
                    got=_num(float(g[idx])), expected=_num(float(e[idx])))
 
 

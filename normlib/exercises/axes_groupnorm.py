@@ -70,7 +70,7 @@ def check_axes(fn: Callable, lang: str = "en", *, cases=AXES_CASES) -> None:
                 "group": ("group_axes", "ex:sec:06_group")}
     for method, layout in cases:
         expected = _expected_axes(method, layout)
-        where = dict(method=method, layout=LAYOUT_NAMES[layout])
+        where = dict(method=repr(method), layout=f"{layout!r} {LAYOUT_NAMES[layout]}")   # the student's own strings
         with report.guarded():
             try:
                 answer = fn(method, layout)

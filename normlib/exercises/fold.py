@@ -181,7 +181,8 @@ def _check_case(report: _Report, fold, conv, bn, x: Tensor) -> None:
     layer = type(conv).__name__
     if not isinstance(result, nn.Module):
         hint = report.t("ex:return_missing") if result is None else ""
-        report.add("ex:fold_not_layer", expected=f"torch.nn.{layer}", got=type(result).__name__ + hint)
+        report.add("ex:fold_not_layer", expected=f"torch.nn.{layer}", got=type(result).__name__)
+        report.lines[-1] += hint
         report.fail()
     with torch.no_grad():
         got = report.call(result, x.clone())
@@ -316,7 +317,8 @@ def _check_scale_shift_case(report: _Report, scale_shift, bn) -> None:
         report.add("ex:scale_shift_modified")
         report.fail()
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        report.add("ex:not_scale_shift", got=type(result).__name__ + (report.t("ex:return_missing") if result is None else ""))
+        report.add("ex:not_scale_shift", got=type(result).__name__)
+        report.lines[-1] += report.t("ex:return_missing") if result is None else ""
         report.fail()
     statuses = [_compare(report, report.t(what), got, wanted, _tol(torch.float64)) for what, got, wanted in
                 (("ex:scale", result[0], scale), ("ex:shift", result[1], beta - scale * mean))]

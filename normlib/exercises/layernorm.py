@@ -57,7 +57,7 @@ def check_layer_norm_stats(fn: Callable, lang: str = "en", *, cases=LAYER_CASES,
         report = _Report(lang, name, _case(lang, shape, normalized_shape=normalized_shape), "ex:sec:04_formula")
         result = report.call(fn, x.clone(), normalized_shape)
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            length = f"(len={len(result)})" if isinstance(result, (tuple, list)) else ""
+            length = f" (len={len(result)})" if isinstance(result, (tuple, list)) else ""
             report.add("ex:not_pair", got=type(result).__name__ + length)
             report.fail()
         dims = _trailing(x.dim(), normalized_shape)
