@@ -133,7 +133,7 @@ def test_the_glossary_is_in_the_page_language(built_site):
     the English page's English; both pair every term."""
     ko = article((built_site / "ko" / "glossary.html").read_text(encoding="utf-8"))
     en = article((built_site / "en" / "glossary.html").read_text(encoding="utf-8"))
-    for pair in (("모분산", "population variance"), ("스케일링과 이동", "scale and shift"), ("정규화", "normalization")):
+    for pair in (("모분산", "population variance"), ("스케일과 시프트", "scale and shift"), ("정규화", "normalization")):
         assert all(word in ko for word in pair) and all(word in en for word in pair), pair
     assert "<h1>용어집" in ko and "Glossary" not in ko and "The terms of the book" not in ko
     assert "<h1>Glossary" in en and "용어집" not in en and "짝지었습니다" not in en
