@@ -290,7 +290,7 @@ def layer_norm_axes(shape: Sequence[int], normalized_shape: ShapeLike, method: s
                    f"{_fmt(shape)} does not end in {_fmt(dims)}.",
                 ko=f"{method}_norm은 마지막 차원 {k}개로 통계를 내므로 입력의 끝 차원들이 normalized_shape와 같아야 "
                    f"합니다. normalized_shape={_fmt(dims)}, 곧 (*, {', '.join(map(str, dims))}) 모양의 입력이 "
-                   f"필요한데, 모양 {_fmt(shape)}인 입력을 받았습니다."))
+                   f"필요한데, 모양 {_fmt(shape)}인 입력을 받았습니다. 필요한 끝 차원: {_fmt(dims)}."))
     return Sharing(method, shape, tuple(range(len(shape) - k, len(shape))))
 
 
