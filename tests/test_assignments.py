@@ -560,7 +560,7 @@ def test_the_fold_feedback_names_each_slip_in_korean(feedback):
     pages = {p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback if p.parent.name == FOLD}
     assert "conv의 bias를 0으로 두고 접은 결과" in pages["partial"]                 # the conv's bias forgotten
     assert "입력 배치 자신의 평균과 표본분산" in pages["batchstats"]                 # batch statistics, y.var's n − 1
-    assert "ε는 제곱근 안에 들어갑니다" in pages["batchstats"]                       # and part 1's ε outside the root
+    assert "ε은 제곱근 안에 들어갑니다" in pages["batchstats"]                       # and part 1's ε outside the root
     assert "학습 모드의 BatchNorm을 그대로 접었습니다" in pages["trainfold"]         # a training-mode layer folded
     for student, score in (("correct", 6), ("partial", 3), ("batchstats", 1), ("trainfold", 5)):
         assert re.search(rf"{score}(\.0)?\s*/\s*6", pages[student]), (student, "the page shows the score")
