@@ -368,3 +368,13 @@ def test_hand_derived_functions_under_torch_func():
     torch.testing.assert_close(reference, expected, rtol=1e-10, atol=1e-10)
     with pytest.raises(RuntimeError, match="setup_context"):
         torch.func.jvp(lambda v: A.layer_norm(v, 3), (x,), (t,))
+
+
+def test_saved_for_backward_leaves_resident_parameters_out():
+    # γ and β live with the model whether or not a backward saves them (chapter 7 counts without them)
+    x = torch.randn(4, 8, requires_grad=True)
+    w, b = torch.ones(8, requires_grad=True), torch.zeros(8, requires_grad=True)
+    everything = A.saved_for_backward(A.layer_norm, x, 8, w, b)
+    without = A.saved_for_backward(A.layer_norm, x, 8, w, b, resident=(w, b))
+    assert everything.nbytes - without.nbytes == w.nbytes, (everything.tensors, without.tensors)
+    assert (8,) not in [shape for shape, _, _ in without.tensors]
