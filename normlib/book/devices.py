@@ -1,4 +1,5 @@
-"""Chapter 9's live demo: one SyncBatchNorm training step per way of splitting the batch over processes."""
+"""Chapter 9's live demos: one SyncBatchNorm training step per way of splitting the batch over processes,
+and whose running statistics plain BatchNorm keeps under DistributedDataParallel."""
 
 from __future__ import annotations
 
@@ -6,16 +7,18 @@ from typing import Optional, Sequence
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from ..distributed import SyncBatchNorm, gather_moments, local_moments, traffic
 from ..functional import batch_norm
 from ..stats import merge_all
 
-__all__ = ["split_steps"]
+__all__ = ["split_steps", "ddp_running_stats"]
 
 
 def split_steps(rank: int, world_size: int, batch: Tensor, upstream: Tensor, splits: Sequence[Sequence[int]],
-                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> dict:
+                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+                ddp_sizes: Optional[Sequence[int]] = None) -> dict:
     """One training step of :class:`SyncBatchNorm` on this rank's rows of ``batch``, per split.
 
     Run by :func:`normlib.book.launch.launch` (chapter 9's live demo): ``splits`` lists how many rows each rank holds,
@@ -25,6 +28,8 @@ def split_steps(rank: int, world_size: int, batch: Tensor, upstream: Tensor, spl
     output and gradients, its running statistics, plain per-process BatchNorm's output on the
     same rows (``None`` with fewer than 2 values per channel) and the collectives made. Under
     ``"torch"``: what ``torch.nn.SyncBatchNorm`` does with CPU tensors in this process group.
+    Given ``ddp_sizes`` (rows per rank), under ``"ddp"`` also :func:`ddp_running_stats` in the same
+    processes (starting processes takes longer than either demo).
     """
     channels = batch.shape[1]
     steps = []
@@ -59,4 +64,28 @@ def split_steps(rank: int, world_size: int, batch: Tensor, upstream: Tensor, spl
         torch_on_cpu = "ran"
     except ValueError as error:
         torch_on_cpu = f"ValueError: {error}"
-    return dict(rank=rank, steps=steps, torch=torch_on_cpu)
+    ddp = None if ddp_sizes is None else ddp_running_stats(rank, world_size, batch, ddp_sizes)
+    return dict(rank=rank, steps=steps, torch=torch_on_cpu, ddp=ddp)
+
+
+def ddp_running_stats(rank: int, world_size: int, batch: Tensor, sizes: Sequence[int]) -> dict:
+    """Plain ``nn.BatchNorm1d`` (momentum 1) wrapped in ``DistributedDataParallel`` with its defaults.
+
+    Run by :func:`normlib.book.launch.launch` (chapter 9): rank ``r`` takes ``sizes[r]`` rows of
+    ``batch`` and makes one training forward and backward; then the next forward, in evaluation
+    mode. Returns this rank's ``running_mean`` after the training step (its own rows' mean: the
+    layer is not synchronized) and during the next forward, which DDP begins by copying rank 0's
+    buffers to every rank (``broadcast_buffers=True``, the default).
+    """
+    if len(sizes) != world_size or sum(sizes) != batch.shape[0]:
+        raise ValueError(f"sizes must give {world_size} row counts adding up to {batch.shape[0]}, got {list(sizes)}")
+    start = sum(sizes[:rank])
+    rows = batch[start:start + sizes[rank]]
+    model = DistributedDataParallel(nn.BatchNorm1d(batch.shape[1], momentum=1.0).to(batch.dtype))
+    model(rows).sum().backward()
+    after_step = model.module.running_mean.clone()
+    model.eval()
+    with torch.no_grad():
+        model(rows)
+    return dict(rank=rank, rows=(start, start + sizes[rank]), after_step=after_step,
+                next_forward=model.module.running_mean.clone())
