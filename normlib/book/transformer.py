@@ -121,7 +121,7 @@ class TinyTransformer(nn.Module):
         self.blocks = nn.ModuleList(Block(d, heads, norm, placement, qk_norm, causal) for _ in range(depth))
         self.final = norm(d) if placement == "pre" and final_norm else nn.Identity()
         self.head = nn.Linear(d, vocab)
-        for module in self.modules():             # as the original transformer and Xiong et al.:
+        for module in self.modules():             # as Xiong et al. assume (Vaswani et al. do not say):
             if isinstance(module, nn.Linear):     # Xavier-uniform weights, zero biases
                 nn.init.xavier_uniform_(module.weight)
                 nn.init.zeros_(module.bias)
