@@ -13,6 +13,7 @@ ValueError: lang must be one of 'ko', 'en'; got 'fr'
 
 from __future__ import annotations
 
+from normlib.book.i18n_ch2_3 import PAIRS as CH2_3_PAIRS
 from normlib.book.i18n_ch10 import PAIRS as CH10_PAIRS
 from normlib.book.i18n_ch11 import PAIRS as CH11_PAIRS
 from normlib.book.i18n_checkers import PAIRS as CHECKER_PAIRS
@@ -37,39 +38,6 @@ _PAIRS = {
     "with_batch": ("BatchNorm 사용", "with BatchNorm"),
     "with_layer": ("LayerNorm 사용", "with LayerNorm"),
     "gain": ("배율", "gain"),
-    # chapter 3's printed lines
-    "w_values": ("값", "values"),
-    "w_mean": ("평균", "mean"),
-    "w_variance": ("분산", "variance"),
-    "mean_per_feature": ("특성별 평균:", "mean per feature:"),
-    "var_per_feature": ("특성별 분산:", "variance per feature:"),
-    "maxdiff_inline_normlib": ("인라인 계산과 normlib의 최대 절대 차이:", "max abs difference inline vs normlib:"),
-    "maxdiff_normlib_bn1d": ("normlib과 nn.BatchNorm1d의 최대 절대 차이:", "max abs difference normlib vs nn.BatchNorm1d:"),
-    "maxdiff_restored": ("복원한 값과 입력의 최대 절대 차이:", "max abs difference restored vs input:"),
-    "sample_var_per_feature": ("특성별 표본분산:", "sample variance per feature:"),
-    "running_mean_by_hand": ("손계산 running_mean:", "running_mean by hand:"),
-    "running_var_by_hand": ("손계산 running_var: ", "running_var  by hand:"),
-    "momentum_conventions": ("PyTorch 모멘텀 {m} = 옛 값의 가중치 {old:.1f}. 다른 규약에서 흔한 0.99 = PyTorch 모멘텀 {pytorch:.2f}",
-                             "PyTorch momentum {m} = weight {old:.1f} on the old value; the other convention's usual 0.99 = PyTorch momentum {pytorch:.2f}"),
-    "eval_feature1": ("평가 모드, 특성 1:", "evaluation mode, feature 1:"),
-    "by_hand_eval": ("손계산 (x - 0.5) / sqrt(1.5667 + eps):", "by hand (x - 0.5) / sqrt(1.5667 + eps):"),
-    "train_feature1": ("학습 모드, 특성 1:", "training mode, feature 1:  "),
-    "after_steps": ("{step:2d}단계 뒤: 특성 1의 running_mean = {running:.4f}  남은 차이 {gap:.4f}  0.9^k = {decay:.4f}",
-                    "after step {step:2d}: running_mean of feature 1 = {running:.4f}  gap left {gap:.4f}  0.9^k = {decay:.4f}"),
-    "running_mean_feature1": ("특성 1의 running_mean =", "running_mean of feature 1 ="),
-    "batch_means_feature1": ("특성 1의 배치 평균:", "batch means of feature 1:"),
-    "their_average": ("그 평균:", "their average:"),
-    "reduces_axes": ("{name}  입력 {shape}: 줄이는 축 {axes}, 값 {count}개짜리 통계 {n}개",
-                     "{name}  input {shape}: reduces axes {axes}, {n} statistics of {count} values each"),
-    "stats_of": ("값 {count}개짜리 통계 {n}개", "{n} statistics of {count} values each"),
-    "maxdiff_dim0_bn1d": ("dim=0만 줄인 것과 nn.BatchNorm1d의 최대 절대 차이:", "max abs difference dim=0-only vs nn.BatchNorm1d:"),
-    "bld_l_ne_d": ("L != D인 (B, L, D):", "(B, L, D) with L != D:"),
-    "bld_l_eq_d": ("L == D인 (B, L, D): 오류 없이 돌고, 전치해서 부른 결과와 {diff:.3f}만큼 다릅니다",
-                   "(B, L, D) with L == D: no error, and it differs from the transposed call by {diff:.3f}"),
-    "two_batches": ("{mode}: 같은 샘플을 서로 다른 배치 둘에 넣으면 출력이 {diff:.3f}만큼 다릅니다",
-                    "{mode}: one sample, two different batches, outputs differ by {diff:.3f}"),
-    "data_mean": ("데이터 평균", "data mean"),
-    "stale_off": ("뒤처진 이동 통계: 평가 출력이 최대 {diff:.3f} 어긋납니다", "stale running statistics: eval output off by up to {diff:.3f}"),
     # chapter 1's printed lines
     "learning_rate": ("학습률", "learning rate"),
     "held_out_accuracy": ("검증 데이터 정확도", "validation accuracy"),
@@ -118,26 +86,6 @@ _PAIRS = {
     "ch1:ratio_sorted": ("층 20 ÷ 층 1, 가중치 시드마다(정렬):", "layer 20 ÷ layer 1, one per weight seed (sorted):"),
     "ch1:log_ratio": ("log(층 20 ÷ 층 1): 평균 {mean:.2f} ± {se:.2f}(표준오차), 표준편차 {sd:.2f}, 무작위 걸음의 예측 √(19·5/(4·128)) = {pred:.2f}",
                       "log(layer 20 ÷ layer 1): mean {mean:.2f} ± {se:.2f} (standard error), std {sd:.2f}; the random walk predicts √(19·5/(4·128)) = {pred:.2f}"),
-    # chapter 2's printed lines
-    "w_sum": ("합", "sum"),
-    "deviations": ("편차:", "deviations:"),
-    "squared": ("제곱:", "squared:"),
-    "sum_of_squares": ("제곱합:", "sum of squares:"),
-    "population_variance_eq": ("모분산   = {sum} / {n} = {value:.4f}", "population variance = {sum} / {n} = {value:.4f}"),
-    "sample_variance_eq": ("표본분산 = {sum} / {n} = {value:.4f}", "sample variance     = {sum} / {n} = {value:.4f}"),
-    "default_sample": ("<- 기본값: 표본분산", " <- default: sample variance"),
-    "numpy_default": ("<- NumPy의 기본값: 모분산", " <- NumPy's default: population variance"),
-    "population_variance": ("모분산", "population variance"),
-    "by_hand": ("손계산:      ", "by hand:     "),
-    "maxdiff_normlib_torch": ("normlib과 torch의 최대 절대 차이:  ", "max abs difference normlib vs torch:  "),
-    "maxdiff_float32_hand": ("float32와 손계산의 최대 절대 차이:", "max abs difference float32 vs by hand:"),
-    "with_sample_variance": ("표본분산으로 나누면:", "with the sample variance:"),
-    "ratio_right": ("올바른 값과의 비: {ratio:.4f}  (sqrt(2/3) = {root:.4f})", "ratio to the right answer: {ratio:.4f}  (sqrt(2/3) = {root:.4f})"),
-    "ex2_about": ("오프셋 근처 데이터의 E[x^2]는 약", "E[x^2] for data near the offset is about"),
-    "spacing_1e8": ("1e8 근처 float32 수의 간격:", "spacing of float32 numbers near 1e8:"),
-    "naive_three": ("[9999, 10000, 10001]의 float32 E[x^2] - E[x]^2:", "E[x^2] - E[x]^2 in float32 for [9999, 10000, 10001]:"),
-    "true_variance": ("실제 모분산: 2/3", "true population variance: 2/3"),
-    "merged": ("병합:", "merged:"),
     # chapter 5's printed lines
     "half_given_eps": ("eps = torch.finfo({dtype}).eps = {eps:.4g}: 샘플 A -> {row} | eps=None의 출력과 같음: {same}",
                        "eps = torch.finfo({dtype}).eps = {eps:.4g}: sample A -> {row} | same output as eps=None: {same}"),
@@ -279,7 +227,8 @@ _PAIRS = {
     "rel_error_var": ("분산의 상대 오차", "relative error of the variance"),
     "naive": ("E[x²] − E[x]² (단순 공식)", "E[x²] − E[x]² (naive)"),
     "two_pass": ("두 번 읽기 (two-pass)", "two-pass"),
-    "welford": ("Welford (한 번 읽기)", "Welford (one pass)"),
+    "welford": ("Welford, shift=True (stats.welford 기본값)", "Welford, shift=True (stats.welford default)"),
+    "welford_plain": ("Welford, shift=False (책에 적힌 그대로)", "Welford, shift=False (as written)"),
     "input_scale": ("입력의 크기 (표준편차)", "scale of the input (its std)"),
     "max_abs_diff": ("최대 절대 차이", "max abs difference"),
     "eps": ("eps", "eps"),
@@ -458,7 +407,7 @@ def _merged(*tables: dict) -> dict:
     return merged
 
 
-_ALL = _merged(_PAIRS, CHECKER_PAIRS, CH10_PAIRS, CH11_PAIRS, EXPLORER_PAIRS)
+_ALL = _merged(_PAIRS, CHECKER_PAIRS, CH2_3_PAIRS, CH10_PAIRS, CH11_PAIRS, EXPLORER_PAIRS)
 STRINGS = {
     "ko": {key: pair[0] for key, pair in _ALL.items()},
     "en": {key: pair[1] for key, pair in _ALL.items()},

@@ -1,0 +1,73 @@
+"""The strings chapters 2 and 3 print, in Korean and English: mean and variance, and BatchNorm.
+
+Kept apart from :mod:`normlib.book.i18n`, which merges every table and refuses a key defined twice.
+(The figures' labels these chapters share with others, such as ``naive`` or ``welford``, stay there.)
+"""
+
+# key: (Korean, English)
+PAIRS = {
+    # chapter 2's printed lines
+    "w_sum": ("합", "sum"),
+    "deviations": ("편차:", "deviations:"),
+    "squared": ("제곱:", "squared:"),
+    "sum_of_squares": ("제곱합:", "sum of squares:"),
+    "population_variance_eq": ("모분산   = {sum} / {n} = {value:.4f}", "population variance = {sum} / {n} = {value:.4f}"),
+    "sample_variance_eq": ("표본분산 = {sum} / {n} = {value:.4f}", "sample variance     = {sum} / {n} = {value:.4f}"),
+    "default_sample": ("<- 기본값: 표본분산", " <- default: sample variance"),
+    "numpy_default": ("<- NumPy의 기본값: 모분산", " <- NumPy's default: population variance"),
+    "population_variance": ("모분산", "population variance"),
+    "by_hand": ("손계산:      ", "by hand:     "),
+    "maxdiff_normlib_torch": ("normlib과 torch의 최대 절대 차이:  ", "max abs difference normlib vs torch:  "),
+    "maxdiff_float32_hand": ("float32와 손계산의 최대 절대 차이:", "max abs difference float32 vs by hand:"),
+    "with_sample_variance": ("표본분산으로 나누면:", "with the sample variance:"),
+    "ratio_right": ("올바른 값과의 비: {ratio:.4f}  (sqrt(2/3) = {root:.4f})", "ratio to the right answer: {ratio:.4f}  (sqrt(2/3) = {root:.4f})"),
+    "ex2_about": ("오프셋 근처 데이터의 E[x^2]는 약", "E[x^2] for data near the offset is about"),
+    "spacing_1e8": ("1e8 근처 float32 수의 간격:", "spacing of float32 numbers near 1e8:"),
+    "naive_three": ("[9999, 10000, 10001]의 float32 E[x^2] - E[x]^2:", "E[x^2] - E[x]^2 in float32 for [9999, 10000, 10001]:"),
+    "true_variance": ("실제 모분산: 2/3", "true population variance: 2/3"),
+    "merged": ("병합:", "merged:"),
+    "mean_min_max": ("분산의 상대 오차: 시드 {n}개의 평균 (최솟값–최댓값)", "relative error of the variance: mean over {n} seeds (min–max)"),
+    "negative_variances": ("오프셋 1e5: 단순 공식의 분산이 음수인 시드 {k}개 (전체 {n}개 중)", "offset 1e5: the naive variance is negative for {k} of {n} seeds"),
+    "seed0_naive": ("시드 0의 단순 공식 분산: {var} | sqrt(분산)={root} | 이 분산으로 표준화한 x − μ = 0.5: 0.5/sqrt(분산 + eps)={out}",
+                    "seed 0's naive variance: {var} | sqrt(variance)={root} | x − μ = 0.5 standardized with it: 0.5/sqrt(variance + eps)={out}"),
+    # chapter 3's printed lines
+    "w_values": ("값", "values"),
+    "w_mean": ("평균", "mean"),
+    "w_variance": ("분산", "variance"),
+    "mean_per_feature": ("특성별 평균:", "mean per feature:"),
+    "var_per_feature": ("특성별 분산:", "variance per feature:"),
+    "maxdiff_inline_normlib": ("인라인 계산과 normlib의 최대 절대 차이:", "max abs difference inline vs normlib:"),
+    "maxdiff_normlib_bn1d": ("normlib과 nn.BatchNorm1d의 최대 절대 차이:", "max abs difference normlib vs nn.BatchNorm1d:"),
+    "maxdiff_restored": ("복원한 값과 입력의 최대 절대 차이:", "max abs difference restored vs input:"),
+    "sample_var_per_feature": ("특성별 표본분산:", "sample variance per feature:"),
+    "running_mean_by_hand": ("손계산 running_mean:", "running_mean by hand:"),
+    "running_var_by_hand": ("손계산 running_var: ", "running_var  by hand:"),
+    "momentum_conventions": ("PyTorch 모멘텀 {m} = 옛 값의 가중치 {old:.1f}. 다른 규약에서 흔한 0.99 = PyTorch 모멘텀 {pytorch:.2f}",
+                             "PyTorch momentum {m} = weight {old:.1f} on the old value; the other convention's usual 0.99 = PyTorch momentum {pytorch:.2f}"),
+    "eval_feature1": ("평가 모드, 특성 1:", "evaluation mode, feature 1:"),
+    "by_hand_eval": ("손계산 (x - 0.5) / sqrt(1.5667 + eps):", "by hand (x - 0.5) / sqrt(1.5667 + eps):"),
+    "train_feature1": ("학습 모드, 특성 1:", "training mode, feature 1:"),
+    "after_steps": ("{step:2d}단계 뒤: 특성 1의 running_mean = {running:.4f}  남은 차이 {gap:.4f}  0.9^k = {decay:.4f}",
+                    "after step {step:2d}: running_mean of feature 1 = {running:.4f}  gap left {gap:.4f}  0.9^k = {decay:.4f}"),
+    "running_mean_feature1": ("특성 1의 running_mean =", "running_mean of feature 1 ="),
+    "batch_means_feature1": ("특성 1의 배치 평균:", "batch means of feature 1:"),
+    "their_average": ("그 평균:", "their average:"),
+    "reduces_axes": ("{name}  입력 {shape}: 줄이는 축 {axes}, 값 {count}개짜리 통계 {n}개",
+                     "{name}  input {shape}: reduces axes {axes}, {n} statistics of {count} values each"),
+    "stats_of": ("값 {count}개짜리 통계 {n}개", "{n} statistics of {count} values each"),
+    "maxdiff_dim0_bn1d": ("dim=0만 줄인 것과 nn.BatchNorm1d의 최대 절대 차이:", "max abs difference dim=0-only vs nn.BatchNorm1d:"),
+    "bld_l_ne_d": ("L != D인 (B, L, D) (PyTorch 오류: 채널 수가 맞지 않음):", "(B, L, D) with L != D:"),
+    "bld_l_eq_d": ("L == D인 (B, L, D): 오류 없이 돌고, 전치해서 부른 결과와의 차이는 최대 {diff:.3f}입니다",
+                   "(B, L, D) with L == D: no error, and it differs from the transposed call by up to {diff:.3f}"),
+    "two_batches": ("{mode}: 같은 샘플을 서로 다른 배치 둘에 넣으면 출력 차이가 최대 {diff:.3f}입니다",
+                    "{mode}: one sample, two different batches, outputs differ by up to {diff:.3f}"),
+    "data_mean": ("데이터 평균", "data mean"),
+    "update_bn_same": ("torch.optim.swa_utils.update_bn의 이동 통계가 손으로 다시 맞춘 것과 정확히 같음:",
+                       "torch.optim.swa_utils.update_bn's running statistics exactly those recalibrated by hand:"),
+    "noise_header": ("값 1인 샘플의 BatchNorm 출력이 함께 뽑힌 샘플에 따라 흔들리는 정도 (표준편차, {draws}번 뽑기)\n"
+                     "    시드 {n}개의 평균 ± 표준오차   × sqrt(B)   배치 크기 B",
+                     "how much the BatchNorm output of a sample of value 1 moves with its companions (std over {draws} draws)\n"
+                     "    mean ± standard error over {n} seeds   × sqrt(B)   batch size B"),
+    "ghost_row": ("256, 고스트 16", "256, ghost 16"),
+    "stale_off": ("뒤처진 이동 통계: 평가 출력이 최대 {diff:.3f} 어긋납니다", "stale running statistics: eval output off by up to {diff:.3f}"),
+}
