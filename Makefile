@@ -100,8 +100,8 @@ bench-fold: $(STAMP)
 bench-dyt: $(STAMP)
 	$(PY) benchmarks/dyt.py
 
-## Train chapter 11's tiny transformer with LayerNorm and with DyT over 20 seeds (float64, one thread; a few
-## minutes); writes benchmarks/results/dyt_seeds.{md,json}, which chapter 11 reads.
+## Train chapter 11's tiny transformer with LayerNorm and with DyT over 20 seeds, and its causal language model
+## over 10 (float64, one thread; several minutes); writes benchmarks/results/dyt_seeds.{md,json}, which chapter 11 reads.
 bench-dyt-seeds: $(STAMP)
 	$(PY) benchmarks/dyt_seeds.py
 

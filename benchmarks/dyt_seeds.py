@@ -1,4 +1,4 @@
-"""DyT against LayerNorm in chapter 11's tiny transformer, over many seeds (issue 27, chapter 11).
+"""Chapter 11's seeded training runs: DyT against LayerNorm over 20 seeds, the causal language model over 10 (issue 27).
 
     make bench-dyt-seeds     # or: .venv/bin/python benchmarks/dyt_seeds.py [--seeds 20]   (1 thread, float64)
 
@@ -10,6 +10,10 @@ third of it. Each run gives the first step at 99% accuracy and, over its last 50
 loss and the largest rise of the loss from one step to the next (chapter 11's ``summary``). For
 the DyT run at 1e-2 it also records, per DyT layer, the learned α, α times the σ of the layer's
 input and the share of inputs with |αx| > 2, on chapter 11's fixed batch of 64 sequences.
+Then chapter 11's small causal language model is trained once per seed (``--lm-seeds``, 10 by
+default) and each LayerNorm's input-output cloud measured as the chapter does: the error ratio
+(tanh ÷ line), BOS's σ and share of the extremes, the ratio without BOS and with BOS counted once,
+and on the final layer one line, a·tanh and two lines (BOS, the rest).
 
 This is a measurement of training outcomes, not of time: float64 and one thread, so that the
 numbers are the same on every machine (the chapter re-runs seed 0 live and checks it against
@@ -31,7 +35,7 @@ from pathlib import Path
 import torch
 
 from normlib.bench import machine_info
-from normlib.book.dyt_seeds import RUNS, sweep
+from normlib.book.dyt_seeds import RUNS, lm_sweep, sweep
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -68,18 +72,31 @@ def report(result: dict) -> str:
         f"LayerNorm's more than 1.5× on {sum(ln[s]['rise'] > 1.5 for s in seeds)}",
         f"- DyT at lr/3: a rise above 1.5× on {sum(slow[s]['rise'] > 1.5 for s in seeds)} of {len(seeds)} seeds",
     ]
+    if "lm" in result:
+        lm = result["lm"]
+        lines += ["", f"## The causal language model, {len(lm['seeds'])} seeds, {lm['steps']} steps each", "",
+                  "| seed | final: one line | a·tanh | two lines | BOS once: one line | a·tanh | two lines | error ratios (tanh ÷ line), per layer |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for seed in lm["seeds"]:
+            run = lm["runs"][str(seed)]
+            e, o = run["final"]["every"], run["final"]["once"]
+            ratios = ", ".join(f"{layer['ratio']:.2f}" for layer in run["layers"].values())
+            lines.append(f"| {seed} | {e['line']:.3f} | {e['curve']:.3f} | {e['two']:.3f} | {o['line']:.3f} | {o['curve']:.3f} | "
+                         f"{o['two']:.3f} | {ratios} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20, help="seeds 0, 1, …, N − 1 (default 20)")
+    parser.add_argument("--lm-seeds", type=int, default=10, help="the causal language model's seeds (default 10)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
     start = time.perf_counter()
     result = sweep(range(args.seeds), progress=lambda line: print(line, flush=True))
+    result["lm"] = lm_sweep(range(args.lm_seeds), progress=lambda line: print(line, flush=True))
     result.update(machine=machine_info(), seconds=time.perf_counter() - start)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "dyt_seeds.json").write_text(json.dumps(result, ensure_ascii=False) + "\n", encoding="utf-8")
