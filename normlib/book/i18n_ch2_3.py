@@ -28,6 +28,9 @@ PAIRS = {
     "merged": ("병합:", "merged:"),
     "mean_min_max": ("분산의 상대 오차: 시드 {n}개의 평균 (최솟값–최댓값)", "relative error of the variance: mean over {n} seeds (min–max)"),
     "negative_variances": ("오프셋 1e5: 단순 공식의 분산이 음수인 시드 {k}개 (전체 {n}개 중)", "offset 1e5: the naive variance is negative for {k} of {n} seeds"),
+    "bf16_layer_norm": ("μ/σ = 32인 bfloat16 입력의 LayerNorm, {name}: float64 계산과의 최대 절대 차이 {diff}",
+                        "LayerNorm of bfloat16 inputs at μ/σ = 32, {name}: max abs difference from float64 {diff}"),
+    "naive_bf16_layer": ("bfloat16 단순 공식 통계", "naive statistics in bfloat16"),
     "seed0_naive": ("시드 0의 단순 공식 분산: {var} | sqrt(분산)={root} | 이 분산으로 표준화한 x − μ = 0.5: 0.5/sqrt(분산 + eps)={out}",
                     "seed 0's naive variance: {var} | sqrt(variance)={root} | x − μ = 0.5 standardized with it: 0.5/sqrt(variance + eps)={out}"),
     # chapter 3's printed lines
