@@ -184,7 +184,7 @@ class Sharing:
         index = tuple(index)
         if len(index) != len(self.shape) or any(not 0 <= i < s for i, s in zip(index, self.shape)):
             raise NormInputError(say(en=f"index {index} does not point into a tensor of shape {_fmt(self.shape)}",
-                                     ko=f"이 인덱스는 모양 {_fmt(self.shape)}인 텐서 밖을 가리킵니다: {index}"))
+                                     ko=f"인덱스({index})가 모양 {_fmt(self.shape)}인 텐서 밖을 가리킵니다."))
         labels = self.labels()
         return labels == labels[index]
 
@@ -260,7 +260,7 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
             f"{list(shape)} and num_groups={num_groups}: " + say(
                 en=f"group_norm splits the {channels} channels of an input of shape {_fmt(shape)} into "
                    f"num_groups={num_groups} groups of equal size",
-                ko=f"group_norm은 모양 {_fmt(shape)}인 입력의 채널 {channels}개를 같은 크기의 그룹 "
+                ko=f"group_norm은 채널 {channels}개(입력 모양 {_fmt(shape)})를 같은 크기의 그룹 "
                    f"num_groups={num_groups}개로 나누어야 합니다."))
     size = channels // num_groups
     groups = tuple(tuple(range(g * size, (g + 1) * size)) for g in range(num_groups))

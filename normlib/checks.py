@@ -241,7 +241,7 @@ def _trailing(name: str, method: str, kernel: str, input: Tensor, normalized_sha
     s = axes.layer_norm_axes(input.shape, normalized_shape, method=method)
     pooled = tuple(input.shape[a] for a in s.axes)   # = normalized_shape
     for param, t in params.items():
-        _param(name, param, t, pooled, say(en="the normalized_shape", ko="입력의 끝 차원들, 곧 normalized_shape"), input.shape,
+        _param(name, param, t, pooled, say(en="the normalized_shape", ko="normalized_shape와 같은 끝 차원들"), input.shape,
                _trailing_words)
     return s.axes
 
@@ -272,8 +272,8 @@ def _param(fn: str, name: str, t: Optional[Tensor], expected: Tuple[int, ...], w
             f"{torch_words(name, t, expected, input_shape)}. {fn}: " + say(
                 en=f"{name} should have shape {_fmt(expected)} ({why} of an input of shape {_fmt(input_shape)}), "
                    f"but got {name} of shape {_fmt(t.shape)}",
-                ko=f"모양 {_fmt(input_shape)}인 입력에 맞는 {name}의 모양은 {_fmt(expected)}입니다({why}). "
-                   f"받은 {name}의 모양은 {_fmt(t.shape)}입니다."))
+                ko=f"{name}의 모양이 맞지 않습니다. 필요한 모양은 {_fmt(expected)}입니다({why}, 모양 {_fmt(input_shape)}인 "
+                   f"입력 기준). 받은 {name}의 모양은 {_fmt(t.shape)}입니다."))
 
 
 def _channel_params(fn: str, input: Tensor, by_numel: bool, torch_words, **params: Optional[Tensor]) -> None:

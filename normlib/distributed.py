@@ -246,8 +246,8 @@ def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: 
         raise NormInputError(say(
             en=f"sync_batch_norm in training mode needs more than 1 value per channel over all {world} processes, "
                f"but they hold 1 in all (this process's input has shape {_fmt(input.shape)})",
-            ko=f"학습 모드의 sync_batch_norm은 프로세스 {world}개를 통틀어 채널마다 값이 둘 이상 필요한데, "
-               f"모두 합쳐 1개뿐입니다(이 프로세스의 입력 모양은 {_fmt(input.shape)})"))
+            ko=f"학습 모드의 sync_batch_norm에는 채널마다 값이 1개보다 많이 필요한데(프로세스 {world}개를 통틀어), "
+               f"모두 합쳐 1개뿐입니다(이 프로세스의 입력 모양은 {_fmt(input.shape)})."))
     if total.count > 1:    # (every slice empty: nothing to learn from, as batch_norm on an empty batch)
         _update_running(running_mean, total.mean, momentum)
         _update_running(running_var, total.var(correction=1), momentum)
@@ -288,8 +288,8 @@ class SyncBatchNorm(modules._BatchNorm):
             raise NormInputError(say(
                 en=f"SyncBatchNorm expects an input of at least 2 dimensions (N, C, *), but got a {input.dim()}D "
                    f"input of shape {_fmt(input.shape)}",
-                ko=f"SyncBatchNorm의 입력은 차원이 2개 이상인 (N, C, *)여야 하는데, 모양 {_fmt(input.shape)}인 "
-                   f"{input.dim()}D 입력을 받았습니다."))
+                ko=f"SyncBatchNorm의 입력은 차원이 2개 이상인 (N, C, *) 모양이어야 하는데, {input.dim()}차원 입력(모양 "
+                   f"{_fmt(input.shape)})을 받았습니다."))
         if input.shape[1] == 0:
             raise NormInputError(say(
                 en=f"SyncBatchNorm needs at least one channel (dim 1), but got an input of shape {_fmt(input.shape)}",

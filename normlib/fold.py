@@ -177,5 +177,5 @@ def _check(layer: nn.Module, bn: nn.Module, kinds: tuple, fn: str) -> None:
             en=f"the BatchNorm should normalize the layer's {channels} output channels ({what}={channels}), "
                f"but got a {type(bn).__name__} with num_features={bn.num_features}",
             ko=f"BatchNorm은 층의 출력 채널 {channels}개({what}={channels})를 정규화해야 하는데, "
-               f"받은 층은 num_features={bn.num_features}인 {type(bn).__name__}입니다."))
+               f"받은 층은 {type(bn).__name__}(num_features={bn.num_features})입니다."))
 

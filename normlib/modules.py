@@ -214,8 +214,8 @@ class _NormBase(nn.Module):
                 f"expected {expected} input (got {input.dim()}D input): " + say(
                     en=f"{type(self).__name__} expects a {expected} input {self._layouts}, but got a "
                        f"{input.dim()}D input of shape {tuple(input.shape)}",
-                    ko=f"{type(self).__name__}에는 {layouts_ko(allowed, self._layouts)} 입력이 필요한데, 모양 "
-                       f"{tuple(input.shape)}인 {input.dim()}차원 입력을 받았습니다."))
+                    ko=f"{type(self).__name__}에는 {layouts_ko(allowed, self._layouts)} 입력이 필요한데, "
+                       f"{input.dim()}차원 입력(모양 {tuple(input.shape)})을 받았습니다."))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -336,9 +336,9 @@ class _InstanceNorm(_NormBase):
                         en=f"{type(self).__name__}({self.num_features}) has one γ and β per channel: it expects "
                            f"{self.num_features} channels at dim {dim} of a {self._layouts} input, but got an "
                            f"input of shape {tuple(input.shape)}",
-                        ko=f"{type(self).__name__}({self.num_features})에는 채널마다 γ와 β가 하나씩 있으므로 "
-                           f"{layouts_ko(self._allowed_dims, self._layouts)} 입력의 dim {dim}에 채널이 "
-                           f"{self.num_features}개 있어야 하는데, 모양 {tuple(input.shape)}인 입력을 받았습니다."))
+                        ko=f"{type(self).__name__}({self.num_features})에는 채널마다 γ와 β가 하나씩 있으므로 채널 "
+                           f"{self.num_features}개가 {self._layouts.replace(' or ', ' 또는 ')} 입력의 dim {dim}에 "
+                           f"있어야 하는데, 모양 {tuple(input.shape)}인 입력을 받았습니다."))
             # Without γ and β, num_features only sizes the running statistics (if any): as torch.nn,
             # a warning (and an error from instance_norm if running statistics are tracked).
             warnings.warn(f"input's size at dim={dim} does not match num_features. You can silence this warning by "
@@ -346,8 +346,8 @@ class _InstanceNorm(_NormBase):
                 en=f"{type(self).__name__}({self.num_features}) got an input of shape {tuple(input.shape)}. With "
                    f"affine=False num_features sizes no γ or β (only the running statistics, if tracked), so every "
                    f"channel is normalized; set num_features={input.size(dim)} to silence this warning",
-                ko=f"모양 {tuple(input.shape)}인 입력의 채널 수가 {type(self).__name__}({self.num_features})의 "
-                   f"num_features와 다릅니다. affine=False에서 num_features는 γ, β의 크기를 정하지 않으므로(이동 통계를 "
+                ko=f"{type(self).__name__}({self.num_features})의 num_features와 입력(모양 {tuple(input.shape)})의 "
+                   f"채널 수가 다릅니다. affine=False에서 num_features는 γ, β의 크기를 정하지 않으므로(이동 통계를 "
                    f"둘 때 그 크기만 정합니다) 모든 채널이 정규화됩니다. 이 경고를 없애려면 "
                    f"num_features를 채널 수와 같게 만드세요(num_features={input.size(dim)})."),
                 UserWarning, stacklevel=2)
