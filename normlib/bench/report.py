@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..messages import say
 from .machine import MiB
 from .variants import Shape
 
@@ -95,9 +96,48 @@ def load(path) -> Results:
 RESULTS = "benchmarks/results/normalization.json"   # where `make bench` writes its last run
 
 
+def results_file(name: str, start=None) -> Optional[Path]:
+    """Where a benchmark's committed results ``benchmarks/results/<name>.json`` are: in ``start``
+    (default: the working folder) or the nearest folder above it that has them (a chapter runs in
+    ``chapters/ko``), else in the repository this normlib was installed from (``make lab`` runs an
+    editable install); ``None`` outside the book's repository (Colab, a copied notebook).
+
+    >>> results_file("no_such_benchmark", "/") is None
+    True
+    """
+    results = Path(RESULTS).with_name(f"{name}.json")
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents, Path(__file__).resolve().parents[2]):
+        if (folder / results).exists():
+            return folder / results
+    return None
+
+
+def committed_results(name: str, make_target: str, start=None) -> dict:
+    """The committed results of ``make <make_target>`` (``benchmarks/results/<name>.json``) as a
+    dict, for a chapter that reads a sweep too long for a notebook. Outside the book's repository
+    it raises ``FileNotFoundError`` saying what is missing and how to get it, in the page's language.
+
+    >>> committed_results("no_such_benchmark", "bench-none", "/")
+    Traceback (most recent call last):
+        ...
+    FileNotFoundError: benchmarks/results/no_such_benchmark.json not found: ...
+    """
+    path = results_file(name, start)
+    if path is None:
+        raise FileNotFoundError(say(
+            en=f"benchmarks/results/{name}.json not found: this cell reads the results that "
+               f"make {make_target} committed to the book's repository. Open the notebook inside a clone of "
+               f"the repository (git clone, then make lab), or first run there: make {make_target}.",
+            ko=f"benchmarks/results/{name}.json 파일이 없습니다. 이 셀은 책 저장소에 커밋된 벤치마크 결과"
+               f"(make {make_target})를 읽습니다. 저장소를 복제한 뒤(git clone, make lab) 그 안에서 노트북을 "
+               f"열거나, 먼저 그곳에서 다음을 실행하세요: make {make_target}."))
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def last_run(start=None, name: str = "normalization") -> Optional[Results]:
-    """The last ``make bench`` run, from :data:`RESULTS` in ``start`` (default: the working folder)
-    or the nearest folder above it that has one (a chapter runs in ``chapters/ko``); ``None``
+    """The last ``make bench`` run, from :data:`RESULTS` (see :func:`results_file`); ``None``
     outside the book's repository. Its numbers are medians of many repeats, measured once and
     committed: a chapter quotes them instead of timing on a machine whose load it cannot know.
     ``name="dyt"`` reads ``make bench-dyt``'s ``benchmarks/results/dyt.json`` instead (chapter 11).
@@ -105,12 +145,8 @@ def last_run(start=None, name: str = "normalization") -> Optional[Results]:
     >>> last_run("/") is None or isinstance(last_run("/"), Results)
     True
     """
-    results = str(Path(RESULTS).with_name(f"{name}.json"))
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / results).exists():
-            return load(folder / results)
-    return None
+    path = results_file(name, start)
+    return None if path is None else load(path)
 
 
 def shape_label(shape: Sequence[int]) -> str:

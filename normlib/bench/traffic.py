@@ -50,7 +50,8 @@ class Traffic(TorchDispatchMode):
         return self.reads + self.writes
 
     def _big(self, tree) -> int:
-        return sum(1 for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor) and t.numel() >= self.size)
+        # each distinct tensor once: ``c * c`` is given one tensor twice but reads it from memory once
+        return len({id(t) for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor) and t.numel() >= self.size})
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
