@@ -57,8 +57,8 @@ PAIRS = {
     "kernels:channel_sum": ("채널별 합 x.sum((0, 2, 3))", "per-channel sum x.sum((0, 2, 3))"),
     "kernels_loop": ("    학습 ÷ 평가 = {ratio:.2f}, 통계 루프 한 단계 = (학습 − 평가) ÷ (2 × 원소 수) = {ns:.2f} ns",
                      "    training ÷ evaluation = {ratio:.2f}; one step of the statistics loop = (training − evaluation) ÷ (2 × elements) = {ns:.2f} ns"),
-    "kernels_overhead": ("(3) 덧셈 a + a: 원소 1개 {one:.1f} µs, 원소 {n}개 {small:.1f} µs (비 {ratio:.1f}). 같은 크기의 학습 모드 batch_norm {bn:.1f} µs",
-                         "(3) an add a + a: 1 element {one:.1f} µs, {n} elements {small:.1f} µs (ratio {ratio:.1f}); a training-mode batch_norm of the same size {bn:.1f} µs"),
+    "kernels_overhead": ("(3) 덧셈 a + a: 원소 1개 {one:.1f} µs, 원소 {n}개 {small:.1f} µs (비 {ratio:.1f}, 원소 1개의 시간이 차지하는 몫 {share:.0%}). 같은 크기의 학습 모드 batch_norm {bn:.1f} µs (원소 하나·통계 하나당 {bn_ns:.2f} ns)",
+                         "(3) an add a + a: 1 element {one:.1f} µs, {n} elements {small:.1f} µs (ratio {ratio:.1f}; the 1-element time is {share:.0%} of it); a training-mode batch_norm of the same size {bn:.1f} µs ({bn_ns:.2f} ns per element and statistic)"),
     # chapter 9: statistics across devices
     "drift_header": ("배치 전체의 통계와의 차이 (RMS; 평균은 σ 단위, 분산은 상대값)",
                      "difference from the whole batch's statistics, b samples on each of k devices (RMS; mean in σ, variance relative)"),
