@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from normlib import bench
-from normlib.bench.report import shape_label
+from normlib.bench.report import save_results, shape_label
 
 SIZES = [(8192, 1024), (8192, 4096)]     # transformer activations: 8192 tokens of width D
 PAIRS = [("dyt", "readable"), ("dyt", "compiled"),
@@ -118,11 +118,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
     args = parser.parse_args(argv)
     res = run(args.repeats, args.warmup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    text = report(res)
-    (args.out / "dyt.md").write_text(text + "\n", encoding="utf-8")
-    (args.out / "dyt.json").write_text(res.to_json() + "\n", encoding="utf-8")
-    print(text)
+    save_results(args.out, "dyt", res.to_json(), report(res))
     print(f"written to {args.out}/dyt.{{md,json}}; make bench-dyt took {res.seconds / 60:.1f} min")
     return 0
 

@@ -26,7 +26,6 @@ Writes, to benchmarks/results/: ``dyt_seeds.json`` (every run, with its loss cur
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ from pathlib import Path
 import torch
 
 from normlib.bench import machine_info
+from normlib.bench.report import save_results
 from normlib.book.dyt_seeds import RUNS, lm_sweep, sweep
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -98,11 +98,7 @@ def main(argv=None) -> int:
     result = sweep(range(args.seeds), progress=lambda line: print(line, flush=True))
     result["lm"] = lm_sweep(range(args.lm_seeds), progress=lambda line: print(line, flush=True))
     result.update(machine=machine_info(), seconds=time.perf_counter() - start)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "dyt_seeds.json").write_text(json.dumps(result, ensure_ascii=False) + "\n", encoding="utf-8")
-    text = report(result)
-    (args.out / "dyt_seeds.md").write_text(text, encoding="utf-8")
-    print(text)
+    save_results(args.out, "dyt_seeds", result, report(result))
     print(f"written to {args.out}/dyt_seeds.{{md,json}}")
     return 0
 

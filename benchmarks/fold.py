@@ -19,7 +19,6 @@ Takes well under a minute on 2 cores. Timings live here and in the results, neve
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -31,6 +30,7 @@ from torch import nn
 import normlib
 from normlib.bench import machine_info
 from normlib.bench.machine import load_average
+from normlib.bench.report import save_results
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -158,11 +158,7 @@ def main(argv=None) -> int:
     result = {"machine": machine_info(), "repeats": args.repeats, "warmup": args.warmup,
               "load_before": load_before if load_before is not None else float("nan"),
               "load_after": load_average() or float("nan"), "seconds": time.perf_counter() - start, "rows": rows}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fold.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    text = report(result)
-    (args.out / "fold.md").write_text(text, encoding="utf-8")
-    print(text)
+    save_results(args.out, "fold", result, report(result), indent=1)
     print(f"written to {args.out}/fold.{{md,json}}")
     return 0
 

@@ -28,7 +28,6 @@ the results, never in tests.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -40,6 +39,7 @@ from torch.nn import functional as F
 from normlib import bench
 from normlib.bench import machine_info
 from normlib.bench.machine import load_average
+from normlib.bench.report import save_results
 
 OUT = Path(__file__).resolve().parent / "results"
 SHAPE = (32, 64, 112, 112)
@@ -153,11 +153,7 @@ def main(argv=None) -> int:
     result.update(machine=machine_info(), repeats=args.repeats, warmup=args.warmup, shape=list(SHAPE),
                   small=list(SMALL), load_before=load_before if load_before is not None else float("nan"),
                   load_after=load_average() or float("nan"), seconds=time.perf_counter() - start)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "kernels.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    text = report(result)
-    (args.out / "kernels.md").write_text(text, encoding="utf-8")
-    print(text)
+    save_results(args.out, "kernels", result, report(result), indent=1)
     print(f"written to {args.out}/kernels.{{md,json}}")
     return 0
 

@@ -33,7 +33,6 @@ means and spreads over the seeds are what chapter 1 quotes. Takes about 10 minut
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -44,6 +43,7 @@ import torch
 from torch import nn
 
 from normlib.bench import machine_info
+from normlib.bench.report import save_results
 
 OUT = Path(__file__).resolve().parent / "results"
 RATES = (0.03, 0.1, 0.3, 1.0)
@@ -207,11 +207,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
     args = parser.parse_args(argv)
     res = run(range(args.seeds))
-    args.out.mkdir(parents=True, exist_ok=True)
-    text = report(res)
-    (args.out / "lr_sweep.md").write_text(text + "\n", encoding="utf-8")
-    (args.out / "lr_sweep.json").write_text(json.dumps(res) + "\n", encoding="utf-8")
-    print(text)
+    save_results(args.out, "lr_sweep", res, report(res))
     print(f"written to {args.out}/lr_sweep.{{md,json}}; took {res['seconds'] / 60:.1f} min")
     return 0
 

@@ -36,7 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from normlib import bench  # noqa: E402
-from normlib.bench.report import largest_shapes, shape_label  # noqa: E402
+from normlib.bench.report import largest_shapes, save_results, shape_label  # noqa: E402
 
 # Transformer activations: (tokens, D), 8192 tokens (e.g. a batch of 8 sequences of 1024).
 TRANSFORMER = [(8192, d) for d in (768, 1024, 2048, 4096)]
@@ -172,10 +172,7 @@ def main(argv=None) -> int:
 
 def write(res: bench.Results, out: Path) -> None:
     """The table (printed too), the JSON and the two figures, into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    text = report(res)
-    (out / "normalization.md").write_text(text, encoding="utf-8")
-    (out / "normalization.json").write_text(res.to_json() + "\n", encoding="utf-8")
+    save_results(out, "normalization", res.to_json(), report(res))
     fig = bench.plot(res.rows)
     fig.savefig(out / "normalization.png", dpi=110)
     plt.close(fig)
@@ -185,8 +182,6 @@ def write(res: bench.Results, out: Path) -> None:
                          res.matmul_gflops, title=title)
     fig.savefig(out / "roofline.png", dpi=110)
     plt.close(fig)
-
-    print(text)
     print(f"written to {out}/normalization.{{md,json,png}} and roofline.png")
 
 

@@ -298,3 +298,19 @@ def test_passes_are_counted_by_hand():
     assert (fwd.reads, fwd.writes, fwd.kernels) == (4, 4, 4)
     with pytest.raises(ValueError, match="got none"):
         bench.passes(lambda: x, [])
+
+
+def test_a_benchmark_run_is_saved_where_the_chapters_read_it(tmp_path, capsys):
+    """save_results writes <name>.json (a dict with the given indent, or JSON text as given) and
+    <name>.md ending in one newline, prints the report, and committed_results reads the JSON back."""
+    from normlib.bench.report import committed_results, save_results
+
+    save_results(tmp_path / "benchmarks" / "results", "fold", {"rows": [1, 2], "cpu": "é"}, "# fold\n", indent=1)
+    save_results(tmp_path / "benchmarks" / "results", "dyt", '{"b": 1}', "# dyt")
+    folder = tmp_path / "benchmarks" / "results"
+    assert (folder / "fold.json").read_text(encoding="utf-8") == '{\n "rows": [\n  1,\n  2\n ],\n "cpu": "é"\n}\n'
+    assert (folder / "fold.md").read_text(encoding="utf-8") == "# fold\n"
+    assert (folder / "dyt.json").read_text(encoding="utf-8") == '{"b": 1}\n'
+    assert (folder / "dyt.md").read_text(encoding="utf-8") == "# dyt\n"
+    assert capsys.readouterr().out == "# fold\n\n# dyt\n"
+    assert committed_results("fold", "bench-fold", tmp_path / "chapters" / "ko") == {"rows": [1, 2], "cpu": "é"}

@@ -113,6 +113,18 @@ def results_file(name: str, start=None) -> Optional[Path]:
     return None
 
 
+def save_results(out, name: str, result, text: str, indent: Optional[int] = None) -> None:
+    """Write one benchmark run into the folder ``out`` (``benchmarks/results`` by default in the
+    scripts): ``result`` (a dict, or JSON text already made) as ``<name>.json``, which the chapters
+    read back with :func:`committed_results`, and the report ``text`` as ``<name>.md``; print the report."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = result if isinstance(result, str) else json.dumps(result, indent=indent, ensure_ascii=False)
+    (out / f"{name}.json").write_text(data + "\n", encoding="utf-8")
+    (out / f"{name}.md").write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    print(text)
+
+
 def committed_results(name: str, make_target: str, start=None) -> dict:
     """The committed results of ``make <make_target>`` (``benchmarks/results/<name>.json``) as a
     dict, for a chapter that reads a sweep too long for a notebook. Outside the book's repository
