@@ -338,12 +338,10 @@ def _running_not_differentiated(fn: str, input: Tensor, weight: Optional[Tensor]
 
 
 def _trailing_dims_param(fn: str, name: str, t: Optional[Tensor], input_shape: Sequence[int]) -> None:
-    """γ or β of an elementwise layer: ``None``, or a tensor with the shape of the input's last dims."""
+    """γ or β of an elementwise layer: ``None``, or a tensor (:func:`_floating` refused anything else)
+    with the shape of the input's last dims."""
     if t is None:
         return
-    if not isinstance(t, Tensor):
-        raise TypeError(say(en=f"{fn} expects {name} to be a tensor or None, but got {type(t).__name__}",
-                            ko=f"{fn}의 {name}에는 텐서나 None을 주어야 하는데, 받은 값은 {type(t).__name__} 객체입니다."))
     n, k = len(input_shape), t.dim()
     if 0 < k <= n and tuple(input_shape[n - k:]) == tuple(t.shape):
         return
