@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
 .PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
-	assignments assignments-release autograde feedback repository
+	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -149,6 +149,31 @@ autograde: $(STAMP)
 ## One feedback page per student and notebook: assignments/feedback/<student>/<assignment>/*.html.
 feedback: $(STAMP)
 	$(CLASSROOM) feedback --course $(COURSE) $(if $(FORCE),--force) $(ASSIGNMENTS)
+
+## File a learning platform's bulk download of submissions (Moodle, Canvas, Google Classroom, or a folder of
+## <id>.ipynb) at assignments/submitted/<student id>/<assignment>/ (tools/collect.py): make collect
+## ZIP=<download.zip> ASSIGNMENT=01_layernorm_ko. What it cannot place is kept in assignments/collected/ and named.
+collect: $(STAMP)
+	@test -n "$(ZIP)" -a -n "$(ASSIGNMENT)" || { echo "make collect needs ZIP=<the platform's download> ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
+	$(PY) -m tools.collect "$(ZIP)" $(ASSIGNMENT) --course $(COURSE)
+
+## Write assignments/students.csv from the platform's class list as exported (CSV in UTF-8, UTF-16 or CP949;
+## Korean or English headers): make roster FILE=<export.csv> (tools/roster.py).
+roster: $(STAMP)
+	@test -n "$(FILE)" || { echo "make roster needs FILE=<the platform's class list, exported as CSV>"; exit 2; }
+	$(PY) -m tools.roster "$(FILE)" --course $(COURSE)
+
+## The grades of one assignment as the platform imports them: make grades-export PLATFORM=moodle|canvas|simple
+## ASSIGNMENT=01_layernorm_ko [MISSING=zero] [COLUMN="Assignment 1 (12345)"]; writes assignments/export/.
+grades-export: $(STAMP)
+	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make grades-export needs PLATFORM=moodle|canvas|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
+	$(PY) -m tools.platform_export grades $(PLATFORM) $(ASSIGNMENT) --course $(COURSE) $(if $(MISSING),--missing $(MISSING)) $(if $(COLUMN),--column "$(COLUMN)")
+
+## The feedback pages of one assignment in one zip, each named with the student's file prefix from the platform's
+## download (Moodle, Canvas's re-upload): make feedback-export PLATFORM=moodle|canvas|google|simple ASSIGNMENT=...
+feedback-export: $(STAMP)
+	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make feedback-export needs PLATFORM=moodle|canvas|google|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
+	$(PY) -m tools.platform_export feedback $(PLATFORM) $(ASSIGNMENT) --course $(COURSE)
 
 serve: $(BOOK)
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000

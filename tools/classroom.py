@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,6 +53,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:          # run as a script (python tools/classroom.py): the book's tools/ package
+    sys.path.insert(0, str(ROOT))
+from tools import grading_notes  # noqa: E402 - after the path is set
+
 COURSE = ROOT / "assignments"
 BIN = Path(sys.executable).parent
 PASSES_ALL = "Success! Your notebook passes all the tests."
@@ -121,14 +125,21 @@ class Problem:
         return f"PROBLEM {where + ': ' if where else ''}{self.cause}\n  what to do: {self.remedy}"
 
 
-def nbgrader(course: Path, *args: str, quiet: bool = False) -> subprocess.CompletedProcess:
-    """Run ``nbgrader ARGS`` in ``course`` (its output, stdout and stderr in order, in ``.stdout``).
-    nbgrader starts ``alembic`` by name, so the environment's bin folder goes first on PATH."""
+def nbgrader(course: Path, *args: str, quiet: bool = False, on_line=None) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in ``course`` (its output, stdout and stderr in order, in ``.stdout``;
+    each line also given to ``on_line`` as it comes). nbgrader starts ``alembic`` by name, so the
+    environment's bin folder goes first on PATH."""
     if not quiet:
         print("$ " + nbgrader_command(course, *args), flush=True)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    result = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, check=False)
+    with subprocess.Popen([str(BIN / "nbgrader"), *args], cwd=course, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace") as process:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if on_line is not None:
+                on_line(line)
+    result = subprocess.CompletedProcess(process.args, process.returncode, "".join(lines), "")
     if CONFIG_ERROR in result.stdout:       # nbgrader goes on with its defaults: another course, another gradebook
         error = [line for line in result.stdout.splitlines() if line.strip()]
         raise SystemExit(str(Problem(
@@ -249,31 +260,21 @@ def gradebook(course: Path):
 
 def read_roster(course: Path, again: str) -> tuple[dict[str, dict], list[Problem]]:
     """``students.csv`` of the course, if there is one: id → first_name, last_name, email (those
-    given). Read as UTF-8, with or without the byte order mark Excel's "CSV UTF-8" writes."""
+    given). Any platform's class list is read as exported (tools/roster.py: UTF-8 ± BOM, UTF-16,
+    CP949/EUC-KR; Korean or English headers); a whole name in one column goes into nbgrader's
+    last_name as it is, never split."""
+    from tools import roster as rosters
     path = course / "students.csv"
     if not path.exists():
         return {}, []
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        return {}, [Problem(f"{shown(path)} is not UTF-8 text (Excel's plain \"CSV\" is saved in the computer's "
-                            f"own encoding): its students are left out",
-                            "save it again as \"CSV UTF-8 (Comma delimited)\" (Excel) or as UTF-8 (any other "
-                            f"program), then run: {again}")]
-    reader = csv.DictReader(io.StringIO(text))
-    fields = {(f or "").strip().lower(): f for f in reader.fieldnames or []}
-    if "id" not in fields:
-        return {}, [Problem(f"{shown(path)} has no column `id` (its first row: {', '.join(reader.fieldnames or [])}): "
-                            f"its students are left out",
-                            "make its first row  id,first_name,last_name,email  (only id is required), one "
-                            f"student per row, then run: {again}")]
-    roster = {}
-    for row in reader:
-        student = (row.get(fields["id"]) or "").strip()
-        if student:
-            roster[student] = {key: row[fields[key]].strip() for key in ("first_name", "last_name", "email")
-                               if key in fields and (row.get(fields[key]) or "").strip()}
-    return roster, []
+        students = rosters.read(path)[0]
+    except rosters.RosterError as error:
+        return {}, [Problem(f"{error}: its students are left out",
+                            "write it again from the platform's class list (make roster FILE=<export>), or make "
+                            f"its first row  id,name,email  (only id is required), then run: {again}")]
+    return {s.id: {key: value for key, value in (("first_name", s.first_name), ("last_name", s.last_name or s.name),
+                                                 ("email", s.email)) if value} for s in students}, []
 
 
 def survey(course: Path, known: list[str], released: dict[str, list[str]],
@@ -444,33 +445,41 @@ def _released_text(source: str) -> str:
     return cell.source
 
 
-def changed_cells(gb, folder: Path, assignment: str, notebooks: list[str]) -> str:
-    """What the student changed of the read-only cells (nbgrader restores them before grading),
-    in a few words; "" when nothing."""
-    edited, put_back, gone = [], [], []
+def changed_cells(gb, folder: Path, assignment: str, name: str) -> list[dict]:
+    """What the student changed of the read-only cells of notebook ``name`` (nbgrader restores
+    them before grading), as grading notes (tools/grading_notes.py): edited, put_back, deleted."""
+    cells = json.loads((folder / f"{name}.ipynb").read_text(encoding="utf-8")).get("cells", [])
+    by_id = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c for c in cells}
+    notebook = gb.find_notebook(name, assignment)
+    graded = {cell.name for cell in notebook.grade_cells}
+    found = {"edited": [], "put_back": [], "deleted": []}
+    for cell in notebook.source_cells:
+        if not cell.locked:
+            continue
+        if cell.name not in by_id:
+            found["put_back" if cell.name in graded else "deleted"].append(cell.name)
+            continue
+        text = by_id[cell.name].get("source", "")
+        text = "".join(text) if isinstance(text, list) else text
+        if text not in (cell.source, _released_text(cell.source)):
+            found["edited"].append(cell.name)
+    return [{"kind": kind, "cells": cells} for kind, cells in found.items() if cells]
+
+
+def grading_notes_of(course: Path, gb, folder: Path, student: str, assignment: str, notebooks: list[str],
+                     timeout: int | None) -> list[dict]:
+    """The grading notes of a graded submission (a cell stopped at the time limit, a call to the
+    reference implementation, read-only cells edited or deleted), stored in each autograded
+    notebook for its feedback page."""
+    seconds = timeout or course_config(course).Execute.get("timeout")
+    every = []
     for name in notebooks:
-        cells = json.loads((folder / f"{name}.ipynb").read_text(encoding="utf-8")).get("cells", [])
-        by_id = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c for c in cells}
-        notebook = gb.find_notebook(name, assignment)
-        graded = {cell.name for cell in notebook.grade_cells}
-        for cell in notebook.source_cells:
-            if not cell.locked:
-                continue
-            if cell.name not in by_id:
-                (put_back if cell.name in graded else gone).append(cell.name)
-                continue
-            text = by_id[cell.name].get("source", "")
-            text = "".join(text) if isinstance(text, list) else text
-            if text not in (cell.source, _released_text(cell.source)):
-                edited.append(cell.name)
-    notes = []
-    if edited:
-        notes.append(f"read-only cells edited, graded as released: {', '.join(edited)}")
-    if put_back:
-        notes.append(f"test cells deleted, put back and graded: {', '.join(put_back)}")
-    if gone:
-        notes.append(f"read-only cells deleted (nbgrader does not put these back): {', '.join(gone)}")
-    return "; ".join(notes)
+        path = course / "autograded" / student / assignment / f"{name}.ipynb"
+        notes = grading_notes.from_outputs(json.loads(path.read_text(encoding="utf-8")), seconds)
+        notes += changed_cells(gb, folder, assignment, name)
+        grading_notes.store(path, notes)
+        every += notes
+    return every
 
 
 def _number(x: float) -> str:
@@ -539,7 +548,11 @@ def autograde(course: Path, names: list[str] | None = None, timeout: int | None 
     for name in targets:
         if not any(a == name for _, a in folders):
             continue
-        result = nbgrader(course, "autograde", name, *extra)
+        pending = [s for (s, a), f in folders.items() if a == name and (s, name) not in bad
+                   and (force or _needs_grading(course, s, name))]
+        progress = Progress(name, len(pending))
+        result = nbgrader(course, "autograde", name, *extra, on_line=progress.line)
+        progress.done()
         logs[name] = result.stdout
         failures = [(a, s) for a, s in GRADING_ERROR.findall(result.stdout) if a == name]
         if result.returncode != 0 and not failures:
@@ -579,13 +592,51 @@ def autograde(course: Path, names: list[str] | None = None, timeout: int | None 
                         "nbgrader wrote no autograded notebook"
                 else:
                     submission = gb.find_submission(name, student)
+                    notes = grading_notes_of(course, gb, folder, student, name, released[name], timeout)
                     row.update(score=_number(submission.score), timestamp=_local(submission.timestamp),
-                               note=changed_cells(gb, folder, name, released[name]))
+                               note="; ".join(map(grading_notes.describe, notes)))
                 rows.append(row)
     path = course / "grades.csv"
     write_grades(path, rows)
     report(path, rows, problems)
     return Grades(path, rows, problems, logs)
+
+
+def _needs_grading(course: Path, student: str, assignment: str) -> bool:
+    """Whether nbgrader autograde will grade this submission (it skips one graded since it was handed in)."""
+    def held(root: str) -> str | None:
+        path = course / root / student / assignment / "timestamp.txt"
+        return path.read_text(encoding="utf-8").strip() if path.exists() else None
+    return held("autograded") is None or held("autograded") != held("submitted")
+
+
+class Progress:
+    """A line per student as nbgrader autograde finishes each (it is silent for minutes otherwise):
+    ``[3/12] kim_sumin: 14 s``, and when a cell of it ran past the time limit, that too."""
+    STARTS = re.compile(r"Creating/updating student with ID '([^']+)'")
+    TIMEOUT = re.compile(r"Timeout waiting for execute reply|CellTimeoutError|Cell execution timed out")
+
+    def __init__(self, assignment: str, expected: int):
+        self.assignment, self.expected, self.count = assignment, expected, 0
+        self.student, self.started, self.timed_out = None, 0.0, False
+
+    def line(self, text: str) -> None:
+        m = self.STARTS.search(text)
+        if m:
+            self.done()
+            self.student, self.started, self.timed_out = m.group(1), time.monotonic(), False
+        elif self.student and self.TIMEOUT.search(text):
+            self.timed_out = True
+
+    def done(self) -> None:
+        if self.student is None:
+            return
+        self.count += 1
+        total = max(self.expected, self.count)
+        note = ": a cell ran past the time limit and was stopped" if self.timed_out else ""
+        print(f"  [{self.count}/{total}] {self.assignment} {self.student}: "
+              f"{time.monotonic() - self.started:.0f} s{note}", flush=True)
+        self.student = None
 
 
 def report(path: Path, rows: list[dict], problems: list[Problem]) -> None:
@@ -616,17 +667,30 @@ def report(path: Path, rows: list[dict], problems: list[Problem]) -> None:
           + (f"; {len(problems)} problem{'s' * (len(problems) != 1)} above" if problems else ""))
 
 
+def _pages(course: Path) -> dict[Path, bytes]:
+    import hashlib
+    return {p: hashlib.sha256(p.read_bytes()).digest() for p in sorted((course / "feedback").glob("*/*/*.html"))}
+
+
 def feedback(course: Path, names: list[str] | None = None, force: bool = False) -> list[Path]:
-    """Feedback HTML for every autograded submission; returns the pages written."""
+    """Feedback HTML for every autograded submission; returns the pages written. Says which pages
+    are new or changed since the last run (nbgrader rewrites only those regraded, or all with --force)."""
+    before = _pages(course)
     for name in assignments(course, names):
         if not any((course / "autograded").glob(f"*/{name}")):
             continue
         result = nbgrader(course, "generate_feedback", name, *(["--force"] if force else []))
         if result.returncode != 0:
             print(f"  {nbgrader_command(course, 'generate_feedback', name)} reported a problem:\n{_tail(result)}")
-    pages = sorted((course / "feedback").glob("*/*/*.html"))
-    print(f"{len(pages)} feedback pages under {course / 'feedback'}/<student>/<assignment>/")
-    return pages
+    after = _pages(course)
+    new = [p for p in after if p not in before]
+    changed = [p for p in after if p in before and before[p] != after[p]]
+    for label, pages in (("new", new), ("changed", changed)):
+        for page in pages:
+            print(f"  {label}: {shown(page)}")
+    print(f"{len(after)} feedback pages under {shown(course / 'feedback')}/<student>/<assignment>/: "
+          f"{len(new)} new, {len(changed)} changed, {len(after) - len(new) - len(changed)} as before")
+    return sorted(after)
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,489 @@
+"""File a learning platform's bulk download of submissions into the course: what
+``make collect ZIP=<file> ASSIGNMENT=<name>`` runs.
+
+    python -m tools.collect ZIP ASSIGNMENT [--course DIR]
+
+``ZIP`` is the platform's download as it is (a zip, or the folder it unpacks to). Each
+submission ends at ``submitted/<student id>/<assignment>/<notebook>``, where ``make autograde``
+grades it. The format is recognized from the file names (``FORMATS``):
+
+    Moodle            김수민_12345_assignsubmission_file_01_layernorm.ipynb (or a folder of that name)
+    Canvas            kimsumin_12345_67890_01_layernorm.ipynb   (kimsumin_LATE_12345_… when late)
+    Google Classroom  김수민 - 01_layernorm.ipynb
+    a plain folder    <id>.ipynb, <id>_<anything>.ipynb or <id>/…
+
+and refused, with the names seen, when it is none of them. Students are matched to the course's
+``students.csv`` (any platform export, read by tools/roster.py) by number (the id, or the
+platform's own number: Canvas's ``ID``) and otherwise by name; without a roster, the platform's
+number names the folder. Inside, zips are unpacked however deeply nested (names in UTF-8 or, as
+Windows writes them, CP949; macOS's decomposed Hangul is recomposed); ``.ipynb_checkpoints``,
+``__MACOSX`` and the like are ignored. A student's notebook is the one named as released, or a
+copy of it (``01_layernorm (1).ipynb``, Canvas's ``01_layernorm-1.ipynb``: the newest when there
+are several), or the student's only notebook whatever its name (``과제1_송유나.ipynb``).
+
+Nothing is lost: what is not placed (a second notebook, a PDF, a student not on the roster, a
+name the format does not explain) is copied to ``collected/<assignment>/unplaced/`` and named
+with the remedy; a submission that a later zip replaces is moved to
+``collected/<assignment>/replaced/``. The same zip twice changes nothing; a later zip (late
+submissions) adds or replaces only its own students. ``collected/<assignment>/platform.csv``
+keeps each student's platform file prefix, which ``make feedback-export`` names the pages with.
+
+nbgrader's own ``zip_collect`` can use the same patterns (``--collector tools.collect.Moodle``,
+``Canvas``, ``GoogleClassroom``, ``PlainFolder``): it copies by one regular expression, with no
+roster, no choice among versions and no place for what it cannot file, hence this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import os
+import re
+import shutil
+import sys
+import unicodedata
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+
+from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
+
+from tools import roster as rosters
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "assignments"
+IGNORED_PARTS = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db", "desktop.ini", ".git"}
+MANIFEST = ("student_id", "name", "platform", "prefix", "zip", "file", "how")
+
+
+# --------------------------------------------------------------------------- the platforms' names
+
+class _Pattern(FileNameCollectorPlugin):
+    """A platform's file-name pattern; as an nbgrader collector plugin, it reads the base name."""
+    label = ""
+    example = ""
+
+    def collect(self, submitted_file: str):
+        found = super().collect(submitted_file) if submitted_file.endswith(".ipynb") else None
+        return found and self._match(os.path.basename(submitted_file))
+
+    def _match(self, filename: str):
+        m = re.match(self.named_regexp, filename)
+        return m.groupdict() if m else None
+
+
+class Moodle(_Pattern):
+    label, example = "Moodle", "김수민_12345_assignsubmission_file_01_layernorm.ipynb"
+    named_regexp = r"^(?P<name>.+?)_(?P<student_id>\d+)_assignsubmission_(?P<plugin>[a-z]+)(?:_(?P<file_id>.*))?$"
+
+    def prefix(self, m: dict) -> str:
+        return f"{m['name']}_{m['student_id']}_assignsubmission_file_"
+
+
+class Canvas(_Pattern):
+    label, example = "Canvas", "kimsumin_12345_67890_01_layernorm.ipynb"
+    named_regexp = r"^(?P<name>[^_]+?)(?P<late>_LATE)?_(?P<student_id>\d+)_(?P<attachment>\d+)_(?P<file_id>.+)$"
+
+    def prefix(self, m: dict) -> str:
+        return f"{m['name']}{m['late'] or ''}_{m['student_id']}_{m['attachment']}_"
+
+
+class GoogleClassroom(_Pattern):
+    label, example = "Google Classroom", "김수민 - 01_layernorm.ipynb"
+    named_regexp = r"^(?P<name>[^/]+?) - (?P<file_id>.+)$"
+
+    def prefix(self, m: dict) -> str:
+        return f"{m['name']} - "
+
+
+class PlainFolder(_Pattern):
+    label, example = "a plain folder", "20231234.ipynb or 20231234_01_layernorm.ipynb"
+    named_regexp = r"^(?P<student_id>[^_\s./\\]+?)(?:_(?P<file_id>.+?))?(?:\.ipynb)?$"
+
+    def prefix(self, m: dict) -> str:
+        return f"{m['student_id']}_"
+
+
+FORMATS = (Moodle(), Canvas(), GoogleClassroom(), PlainFolder())
+
+
+# --------------------------------------------------------------------------- what the zip holds
+
+@dataclass
+class Entry:
+    path: str                       # inside the download: "outer/inner.zip/folder/file.ipynb"
+    data: bytes
+    when: datetime | None = None
+
+
+def _name(info: zipfile.ZipInfo) -> str:
+    """An entry's name as its writer meant it: UTF-8 when flagged, else CP949 (Windows) or UTF-8
+    unflagged (macOS), else what zipfile read; Hangul recomposed (macOS writes it decomposed)."""
+    name = info.filename
+    if not info.flag_bits & 0x800:
+        raw = name.encode("cp437", errors="replace")
+        for encoding in ("utf-8", "cp949"):
+            try:
+                name = raw.decode(encoding)
+                break
+            except UnicodeDecodeError:
+                continue
+    return unicodedata.normalize("NFC", name)
+
+
+def _ignored(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return any(p in IGNORED_PARTS or p.startswith("._") for p in parts)
+
+
+def read_download(source: Path) -> tuple[list[Entry], int]:
+    """Every file of a zip (nested zips opened) or a folder; and how many were ignored."""
+    entries: list[Entry] = []
+    ignored = 0
+
+    def walk_zip(data: bytes, prefix: str, depth: int) -> None:
+        nonlocal ignored
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                name = _name(info)
+                if info.is_dir():
+                    continue
+                if _ignored(name):
+                    ignored += 1
+                    continue
+                content = archive.read(info)
+                path = prefix + name
+                if name.lower().endswith(".zip") and depth < 8 and zipfile.is_zipfile(io.BytesIO(content)):
+                    walk_zip(content, path + "/", depth + 1)
+                else:
+                    entries.append(Entry(path, content, datetime(*info.date_time)))
+
+    if source.is_dir():
+        for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            rel = unicodedata.normalize("NFC", file.relative_to(source).as_posix())
+            if _ignored(rel):
+                ignored += 1
+            elif file.suffix.lower() == ".zip" and zipfile.is_zipfile(file):
+                walk_zip(file.read_bytes(), rel + "/", 1)
+            else:
+                entries.append(Entry(rel, file.read_bytes(), datetime.fromtimestamp(file.stat().st_mtime)))
+    else:
+        walk_zip(source.read_bytes(), "", 0)
+    # one folder around everything (a download unpacked, then zipped again): not a student's
+    tops = {e.path.split("/", 1)[0] for e in entries}
+    if len(tops) == 1 and all("/" in e.path for e in entries) and not _format_of(next(iter(tops)), strict=True):
+        cut = len(next(iter(tops))) + 1
+        for e in entries:
+            e.path = e.path[cut:]
+    return entries, ignored
+
+
+def _format_of(head: str, strict: bool = False):
+    for fmt in FORMATS[:-1] if strict else FORMATS:
+        if fmt._match(head):
+            return fmt
+    return None
+
+
+def detect(heads: list[str], ids: set[str]) -> _Pattern | None:
+    """The format that explains most of the top-level names (a plain folder's only when its ids
+    are on the roster, or there is no roster); None when none explains half of them."""
+    def explained(fmt) -> int:
+        hits = [fmt._match(h) for h in heads]
+        if fmt is FORMATS[-1]:
+            hits = [m for m in hits if m and (not ids or m["student_id"].removesuffix(".ipynb") in ids)]
+        return sum(bool(m) for m in hits)
+
+    scores = {fmt: explained(fmt) for fmt in FORMATS}
+    best = max(FORMATS, key=lambda f: (scores[f], -FORMATS.index(f)))
+    return best if scores[best] and 2 * scores[best] >= len(heads) else None
+
+
+# --------------------------------------------------------------------------- who handed it in
+
+@dataclass
+class Owner:
+    """Whose files a top-level name holds, and how that was decided."""
+    student: rosters.Student | None
+    why: str
+    prefix: str = ""
+    display: str = ""
+
+
+def owner(fmt: _Pattern, head: str, students: list[rosters.Student]) -> Owner:
+    m = fmt._match(head) or {}
+    number = (m.get("student_id") or "").removesuffix(".ipynb")
+    name = m.get("name") or ""
+    prefix = fmt.prefix(m) if m else ""
+    shown_as = name or number
+    if not students:
+        sid = number or rosters.normal_name(name)
+        return Owner(rosters.Student(sid, name=name), "no students.csv: the platform's "
+                     + ("number" if number else "name"), prefix, shown_as)
+    by_number = [s for s in students if number and number in (s.id, s.platform_id)]
+    if len(by_number) == 1:
+        return Owner(by_number[0], "id on the roster" if by_number[0].id == number else "platform number on the roster",
+                     prefix, shown_as)
+    key = rosters.normal_name(name)
+    by_name = [s for s in students if key and key in rosters.name_keys(s)]
+    if len(by_name) == 1:
+        return Owner(by_name[0], "name on the roster", prefix, shown_as)
+    if len(by_name) > 1:
+        return Owner(None, f"{len(by_name)} students of students.csv are called {name} "
+                     f"({', '.join(s.id for s in by_name)})", prefix, shown_as)
+    return Owner(None, f"{shown_as} is not in students.csv (by {'number or ' if number else ''}name)", prefix, shown_as)
+
+
+_COPY = re.compile(r"^(?P<stem>.+?)(?:\s*\(\d+\)|-\d+)?$")
+
+
+def _stem(filename: str) -> str:
+    return _COPY.match(PurePosixPath(filename).stem).group("stem").strip()
+
+
+@dataclass
+class Placement:
+    entry: Entry
+    student: rosters.Student | None
+    target: str = ""        # the released notebook's name, or "" when not placed
+    why: str = ""
+    remedy: str = ""
+    result: str = ""        # new / replaced / unchanged / kept aside
+    kept: Path | None = None
+    owner: Owner | None = None
+
+
+def choose(files: list[Entry], released: list[str], head_of) -> tuple[dict[str, tuple[Entry, str]], list[tuple[Entry, str]]]:
+    """For one student's files: released notebook → (entry, why), and the files left with why."""
+    chosen: dict[str, tuple[Entry, str]] = {}
+    notebooks = [e for e in files if e.path.lower().endswith(".ipynb")]
+    for name in released:
+        base = PurePosixPath(name).stem
+        exact = [e for e in notebooks if PurePosixPath(head_of(e)).name == name]
+        copies = [e for e in notebooks if e not in exact and _stem(head_of(e)) == base]
+        found = sorted(exact + copies, key=lambda e: (e.when or datetime.min, e in exact))
+        if found:
+            pick = found[-1]
+            named = PurePosixPath(head_of(pick)).name
+            why = "named as released" if pick in exact else f"a copy of {name} (named {named})"
+            if len(found) > 1:
+                why += f"; the newest of {len(found)} versions"
+            chosen[name] = (pick, why)
+    taken = {id(e) for e, _ in chosen.values()}
+    if not chosen and len(released) == 1 and len(notebooks) == 1:
+        chosen[released[0]] = (notebooks[0], f"the student's only notebook (named {PurePosixPath(head_of(notebooks[0])).name})")
+        taken.add(id(notebooks[0]))
+    left = []
+    for e in files:
+        if id(e) in taken:
+            continue
+        if not e.path.lower().endswith(".ipynb"):
+            left.append((e, "not a notebook: nothing to grade"))
+        elif chosen:
+            left.append((e, "an older version or another notebook: the one above is graded"))
+        else:
+            left.append((e, f"{len(notebooks)} notebooks, none named {' or '.join(released)}: which one is the answer?"))
+    return chosen, left
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_name(entry: Entry, fmt: _Pattern) -> str:
+    """The name the student gave the file: the platform's prefix taken off a top-level file."""
+    if "/" in entry.path:
+        return PurePosixPath(entry.path).name
+    name = (fmt._match(entry.path) or {}).get("file_id") or entry.path
+    suffix = PurePosixPath(entry.path).suffix
+    return name if name.endswith(suffix) else name + suffix
+
+
+def shown(path: Path) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return relative if len(relative) <= len(str(path)) else str(path)
+
+
+def released_notebooks(course: Path, assignment: str) -> list[str]:
+    for folder in ("release", "source"):
+        names = sorted(p.name for p in (course / folder / assignment).glob("*.ipynb"))
+        if names:
+            return names
+    known = sorted(p.name for p in (course / "source").iterdir() if p.is_dir()) if (course / "source").is_dir() else []
+    raise SystemExit(f"PROBLEM there is no assignment {assignment!r} in {shown(course / 'source')}/\n"
+                     f"  what to do: name one of: {' '.join(known) or '(none: run make assignments)'}")
+
+
+def _write(path: Path, data: bytes, when: datetime | None, aside: Path) -> str:
+    """Put ``data`` at ``path``: new, unchanged (the same bytes), or replaced (the old file moved to ``aside``)."""
+    if path.exists():
+        old = path.read_bytes()
+        if old == data:
+            return "unchanged"
+        stamp = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y%m%d-%H%M%S")
+        aside.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(path), aside / f"{path.stem}.{stamp}{path.suffix}")
+        result = "replaced"
+    else:
+        result = "new"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if when is not None:
+        seconds = when.timestamp()
+        os.utime(path, (seconds, seconds))
+    return result
+
+
+@dataclass
+class Collected:
+    platform: str
+    placed: list[Placement] = field(default_factory=list)
+    unplaced: list[Placement] = field(default_factory=list)
+    ignored: int = 0
+    missing: list[rosters.Student] = field(default_factory=list)
+
+
+def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "") -> Collected:
+    """File the download ``source`` (see the module's docstring); raises SystemExit with the
+    names seen when its format is none of FORMATS."""
+    released = released_notebooks(course, assignment)
+    students = load_roster(course)
+    entries, ignored = read_download(source)
+    if not entries:
+        raise SystemExit(f"PROBLEM {shown(source)} holds no file to collect ({ignored} ignored: checkpoints, __MACOSX)\n"
+                         "  what to do: download the submissions again from the platform (all of them, as one zip)")
+    heads = sorted({e.path.split("/", 1)[0] for e in entries})
+    fmt = detect(heads, {s.id for s in students})
+    if fmt is None:
+        seen = ", ".join(heads[:8]) + (f", … ({len(heads)} in all)" if len(heads) > 8 else "")
+        raise SystemExit(
+            f"PROBLEM {shown(source)} is not a download this command knows: its names are {seen}\n"
+            "  what to do: expected one of " + "; ".join(f"{f.label} ({f.example})" for f in FORMATS)
+            + ". Rename the files to <student id>.ipynb in one folder and run again")
+    report = Collected(fmt.label, ignored=ignored)
+    owners = {h: owner(fmt, h, students) if fmt._match(h) else None for h in heads}
+    collected = course / "collected" / assignment
+    groups: dict[str, list[Entry]] = {}
+    for e in entries:
+        who = owners[e.path.split("/", 1)[0]]
+        if who is None or who.student is None:
+            why = who.why if who else f"the name does not follow {fmt.label}'s pattern ({fmt.example})"
+            remedy = ("add the student to students.csv (make roster FILE=<the platform's class list>), then run again"
+                      if who else "find whose it is; put it at submitted/<student id>/"
+                      f"{assignment}/{released[0]} by hand, or rename it as the others and run again")
+            report.unplaced.append(Placement(e, None, why=why, remedy=remedy, owner=who))
+            continue
+        groups.setdefault(who.student.id, []).append(e)
+    rows = {}
+    for sid, files in sorted(groups.items()):
+        who = owners[files[0].path.split("/", 1)[0]]
+        chosen, left = choose(files, released, lambda e: _file_name(e, fmt))
+        for name, (e, why) in chosen.items():
+            result = _write(course / "submitted" / sid / assignment / name, e.data, e.when, collected / "replaced" / sid)
+            report.placed.append(Placement(e, who.student, name, f"{who.why}; {why}", result=result, owner=who))
+            rows[sid] = dict(student_id=sid, name=who.student.full_name or who.display, platform=fmt.label,
+                             prefix=who.prefix, zip=source.name, file=e.path, how=why)
+        for e, why in left:
+            remedy = ("nothing to do, unless it is the answer: then put it at "
+                      f"submitted/{sid}/{assignment}/{released[0]}" if chosen else
+                      f"put the answer at submitted/{sid}/{assignment}/{released[0]} by hand")
+            report.unplaced.append(Placement(e, who.student, why=why, remedy=remedy, owner=who))
+    for p in report.unplaced:
+        owner_folder = p.student.id if p.student else "_unknown"
+        p.kept = collected / "unplaced" / owner_folder / p.entry.path
+        p.result = _write(p.kept, p.entry.data, p.entry.when, collected / "replaced" / owner_folder)
+    _merge_manifest(collected / "platform.csv", rows)
+    placed = {p.student.id for p in report.placed}
+    report.missing = [s for s in students if s.id not in placed
+                      and not (course / "submitted" / s.id / assignment).is_dir()]
+    return report
+
+
+def load_roster(course: Path) -> list[rosters.Student]:
+    path = course / "students.csv"
+    if not path.exists():
+        return []
+    try:
+        return rosters.read(path)[0]
+    except rosters.RosterError as error:
+        raise SystemExit(f"PROBLEM {error}\n  what to do: fix it, or write it again from the platform's class list: "
+                         "make roster FILE=<export>") from None
+
+
+def _merge_manifest(path: Path, rows: dict[str, dict]) -> None:
+    """platform.csv: this zip's students replace their rows; the others stay."""
+    old = {}
+    if path.exists():
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            old = {r["student_id"]: r for r in csv.DictReader(f)}
+    merged = {**old, **rows}
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=MANIFEST, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(merged[k] for k in sorted(merged))
+    data = ("\ufeff" + text.getvalue()).encode("utf-8")
+    if not path.exists() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def manifest(course: Path, assignment: str) -> dict[str, dict]:
+    """student id → the row of collected/<assignment>/platform.csv (empty when nothing was collected)."""
+    path = course / "collected" / assignment / "platform.csv"
+    if not path.exists():
+        return {}
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+def print_report(report: Collected, source: Path, assignment: str, course: Path, again: str) -> None:
+    students = len({p.student.id for p in report.placed})
+    print(f"{shown(source)}: {report.platform}; {students} students' notebooks for {assignment}"
+          + (f"; {report.ignored} files ignored (.ipynb_checkpoints, __MACOSX)" if report.ignored else ""))
+    width = max([len(p.entry.path) for p in report.placed] + [4])
+    for p in sorted(report.placed, key=lambda p: p.student.id):
+        who = f"{p.student.id} {p.student.full_name}".strip()
+        print(f"  {p.entry.path:<{width}}  -> {who}  [{p.result}]  ({p.why})")
+    if report.unplaced:
+        folder = course / "collected" / assignment / "unplaced"
+        print(f"\nnot placed ({len(report.unplaced)}): kept in {shown(folder)}/")
+        for p in report.unplaced:
+            who = f" ({p.student.id})" if p.student else ""
+            print(f"  {p.entry.path}{who}: {p.why}\n    what to do: {p.remedy}")
+    if report.missing:
+        ids = ", ".join(f"{s.id} {s.full_name}".strip() for s in report.missing[:12])
+        more = f", … ({len(report.missing)} in all)" if len(report.missing) > 12 else ""
+        print(f"\nno submission yet from {len(report.missing)} students of students.csv: {ids}{more}")
+    counts = {r: sum(p.result == r for p in report.placed) for r in ("new", "replaced", "unchanged")}
+    print(f"\n{shown(course / 'submitted')}/<student>/{assignment}/: "
+          + ", ".join(f"{n} {r}" for r, n in counts.items())
+          + (f"; {len(report.unplaced)} not placed" if report.unplaced else "")
+          + f". Next: {again or 'make autograde'}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="File a learning platform's zip of submissions into submitted/.")
+    parser.add_argument("zip", type=Path, help="the platform's bulk download (a .zip, or the folder it unpacks to)")
+    parser.add_argument("assignment", help="the assignment it is for, e.g. 01_layernorm_ko")
+    parser.add_argument("--course", type=Path, default=COURSE, help="the course folder (default: assignments/)")
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    if not args.zip.exists():
+        parser.error(f"{args.zip}: no such file (expected the platform's download of all submissions, a .zip)")
+    if args.zip.is_file() and not zipfile.is_zipfile(args.zip):
+        parser.error(f"{args.zip} is not a zip file (expected the platform's download of all submissions)")
+    after = f"make autograde ASSIGNMENTS={args.assignment}" if os.environ.get("MAKELEVEL") else \
+        f"{shown(Path(sys.executable))} tools/classroom.py autograde {args.assignment}"
+    report = collect(args.zip, args.assignment, course)
+    print_report(report, args.zip, args.assignment, course, after)
+    return 1 if any(p.student is None or p.why.endswith("which one is the answer?") for p in report.unplaced) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
