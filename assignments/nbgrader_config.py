@@ -72,6 +72,29 @@ class OverwriteCellsWithHiddenTests(OverwriteCells):
 c.Autograde.sanitize_preprocessors = [OverwriteCellsWithHiddenTests if p is OverwriteCells else p
                                       for p in Autograde.class_traits()["sanitize_preprocessors"].default()]
 
+# This course hands its notebooks out and collects them through the teachers' platform (make collect),
+# not through nbgrader's exchange (Exchange.root, /usr/local/share/nbgrader/exchange, which nobody
+# creates here). Formgrader looks for that folder on every request, and nbgrader logged each miss as
+# "[C] Unwritable directory, please contact your instructor: …" in the teacher's JupyterLab. For
+# Formgrader's look only, a missing exchange is now logged at debug level; Formgrader still treats it as
+# missing (Release and Collect off; its Manage Assignments page says so). nbgrader's commands
+# (`nbgrader list`, release_assignment, collect, …) keep their message, and a real exchange still works.
+from nbgrader.apps.api import NbGraderAPI  # noqa: E402
+from nbgrader.exchange import ExchangeError  # noqa: E402
+from nbgrader.exchange.default import ExchangeList  # noqa: E402
+from nbgrader.utils import check_directory  # noqa: E402
+
+
+class ExchangeListQuietInFormgrader(ExchangeList):
+    def ensure_root(self):
+        if isinstance(self.parent, NbGraderAPI) and not check_directory(self.root, write=True, execute=True):
+            self.log.debug("No nbgrader exchange at %s: this course does not use one", self.root)
+            raise ExchangeError(f"no exchange directory {self.root}")
+        super().ensure_root()
+
+
+c.ExchangeFactory.list = ExchangeListQuietInFormgrader
+
 # What replaces a solution in the release, in both languages (the notebooks are Korean or English).
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE (여기에 코드를 작성하세요)\nraise NotImplementedError()"}
 
@@ -101,3 +124,9 @@ else:
     if str(_BOOK) not in sys.path:
         sys.path.insert(0, str(_BOOK))
     importlib.import_module("tools.feedback_pages").configure(c, HERE)
+
+# After a cell has timed out, the ungraded cells at the end ("Try it yourself / 스스로 확인하기", which
+# call the student's function again) are not run: one timeout per looping notebook, not two; each
+# gets a line saying why (tools/grading_execute.py). Without tools/, nbgrader's own Execute runs all.
+if _BOOK is not None and (_BOOK / "tools" / "grading_execute.py").exists():
+    importlib.import_module("tools.grading_execute").configure(c)

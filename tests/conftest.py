@@ -61,6 +61,7 @@ MODULE_MARKERS = {
     "test_explorer_lab": ("browser",),
     "test_assignments": ("classroom",),
     "test_classroom_shell": ("classroom",),
+    "test_grading_execute": ("classroom",),
     "test_distributed": ("distributed",),
     "test_perturbed_numerics": ("notebooks",),
 }

@@ -33,9 +33,57 @@ def test_a_teacher_gets_the_course_with_nbgrader(tmp_path):
         config = teacher.page_config()
         assert "@jupyter/nbgrader" not in config["disabledExtensions"], config["disabledExtensions"]
         assert config["serverRoot"].rstrip("/").endswith("assignments")
-        assert get(teacher.url("/formgrader"))[0] == 200
+        assert get(teacher.url("/formgrader"))[0] == 200      # Manage Assignments, which looks for the exchange
+        status, page = get(teacher.url("/formgrader/manage_students"))
+        assert status == 200 and "Manage Students" in page
+        # the student's Assignment List is off: it only ever said that the exchange is missing
+        assert get(teacher.url("/assignments?course_id=normalization-layers"))[0] == 404
+        assert get(teacher.url("/courses"))[0] == 404
+        status, courses = get(teacher.url("/formgraders"))        # Course List: the local formgrader
+        assert status == 200 and '"course_id": "normalization-layers"' in courses, courses
     finally:
-        teacher.stop()
+        log = teacher.stop()
+    # nbgrader's "[C] Unwritable directory, please contact your instructor: /usr/local/share/nbgrader/exchange"
+    assert "Unwritable" not in log and "Traceback" not in log, log
+    assert "not serializable" not in log, log
+    problems = [line for line in log.splitlines() if line.startswith(("[C", "[E")) and "received signal" not in line]
+    assert problems == [], log
+
+
+def _environment_server_extensions() -> dict[str, bool]:
+    """The server extensions the environment's Jupyter configuration enables (nbgrader's own file among them)."""
+    import json
+
+    from jupyter_core.paths import jupyter_config_path
+
+    enabled: dict[str, bool] = {}
+    for folder in reversed(jupyter_config_path()):
+        for path in sorted(Path(folder, "jupyter_server_config.d").glob("*.json")):
+            enabled.update(json.loads(path.read_text()).get("ServerApp", {}).get("jpserver_extensions", {}))
+    return enabled
+
+
+def _turned_off(argv: list[str]) -> set[str]:
+    import ast
+
+    [option] = [a for a in argv if a.startswith("--ServerApp.jpserver_extensions=")]
+    extensions = ast.literal_eval(option.split("=", 1)[1])
+    assert set(extensions.values()) == {False}, extensions
+    return set(extensions)
+
+
+def test_the_teacher_gets_nbgraders_tools_without_its_exchange():
+    nbgrader = {name for name, on in _environment_server_extensions().items() if on and name.startswith("nbgrader.")}
+    kept = {"nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.validate_assignment",
+            "nbgrader.server_extensions.course_list"}
+    assert kept < nbgrader, nbgrader      # the environment enables them: what the teacher keeps
+    argv, env, _ = lab.command("teacher", [], is_root=False)
+    # what nbgrader enables beyond these serves the exchange (assignment_list: fetch and submit, in
+    # nbgrader 0.9.6), which this course does not use: if it came back, so would its "[C]" lines
+    assert _turned_off(argv) == nbgrader - kept == {"nbgrader.server_extensions.assignment_list"}
+    assert "--FormgradeExtension.debug=False" in argv and env == {}
+    reader, _, _ = lab.command("reader", [], is_root=False)
+    assert _turned_off(reader) == nbgrader
 
 
 def test_root_gets_allow_root_and_a_note_instead_of_a_refusal():

@@ -16,7 +16,22 @@ JupyterLab of the environment: a reader would see "Create Assignment" and formgr
   reader's own Jupyter folder, ``~/.jupyter/lab``, so that reading never writes into the repository),
 
 and opens ``chapters/``. The teacher's opens ``assignments/``, the course folder where
-``nbgrader_config.py`` lives, with everything on. A folder given as ``--notebook-dir=DIR`` (or
+``nbgrader_config.py`` lives, with Formgrader, Create Assignment, Validate and Course List on, but
+without what only nbgrader's exchange serves: this course hands notebooks out and collects them
+through the teachers' platform, so there is no exchange folder (``Exchange.root``, by default
+``/usr/local/share/nbgrader/exchange``), and
+
+- the student's Assignment List (server extension ``assignment_list``: fetch, submit) is off: each
+  of its requests logged "[C] Unwritable directory, please contact your instructor" and a traceback,
+  and the panel said "The exchange directory does not exist" (the Nbgrader menu still lists it:
+  JupyterLab's side of nbgrader is one extension; opened, it stays empty);
+- Formgrader does not print its configuration on Manage Assignments (``FormgradeExtension.debug``):
+  the course's configuration holds Python classes, so it only logged "[W] Formgrader config is not
+  serializable" on each visit.
+
+Formgrader's own look for the exchange is kept quiet by ``nbgrader_config.py``; its Manage Assignments
+page still says that the exchange directory does not exist (nbgrader's template), which only means that
+its Release and Collect buttons are off. A folder given as ``--notebook-dir=DIR`` (or
 ``--ServerApp.root_dir=DIR``) is opened instead (JupyterLab's folder argument would outrank it):
 tests/test_explorer_lab.py runs a notebook of its own in a temporary folder that way. Run as root
 (containers, many cloud notebooks), both add ``--allow-root`` and say so, instead of stopping with
@@ -33,12 +48,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 READER_CONFIG = ROOT / "tools" / "lab_reader"
 ROOT_OPTIONS = ("--notebook-dir", "--ServerApp.root_dir")   # the folder to open, when the caller names one
+EXCHANGE_SERVER_EXTENSIONS = (      # the student's Assignment List (fetch, submit): nbgrader's exchange only
+    "nbgrader.server_extensions.assignment_list",
+)
 NBGRADER_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.formgrader",
     "nbgrader.server_extensions.validate_assignment",
-    "nbgrader.server_extensions.assignment_list",
-    "nbgrader.server_extensions.course_list",
-)
+    "nbgrader.server_extensions.course_list",            # Course List: links to the formgraders
+) + EXCHANGE_SERVER_EXTENSIONS
 
 
 def _own_lab_folders() -> dict[str, str]:
@@ -61,9 +78,12 @@ def command(role: str, extra: list[str], is_root: bool) -> tuple[list[str], dict
     folder = "chapters" if role == "reader" else "assignments"
     chosen = any(arg.split("=", 1)[0] in ROOT_OPTIONS for arg in extra)
     argv = [jupyter, "lab"] + ([] if chosen else [str(ROOT / folder)])
+    off = ", ".join(f"'{name}': False" for name in
+                    (NBGRADER_SERVER_EXTENSIONS if role == "reader" else EXCHANGE_SERVER_EXTENSIONS))
+    argv.append(f"--ServerApp.jpserver_extensions={{{off}}}")
+    if role == "teacher":
+        argv.append("--FormgradeExtension.debug=False")
     if role == "reader":
-        off = ", ".join(f"'{name}': False" for name in NBGRADER_SERVER_EXTENSIONS)
-        argv.append(f"--ServerApp.jpserver_extensions={{{off}}}")
         env["JUPYTER_CONFIG_DIR"] = str(READER_CONFIG)
         env.update(_own_lab_folders())
         notes.append("Start with ko/01_why_normalize.ipynb (한국어) or en/01_why_normalize.ipynb (English); "
