@@ -290,13 +290,49 @@ def _fold_class(course: Path) -> dict:
     """Who hands in assignment 5 too, and what: student → (cell edits, expected points)."""
     scale_shift, fold = (_solution_body(course, FOLD, grade_id) for grade_id in ("scale_shift", "fold"))
     std_eps = _edit(scale_shift, SCALE, "s = bn.weight / (torch.sqrt(bn.running_var) + bn.eps)")
-    # points of the three tests: scale_shift 2, fold 3, the refusal of training mode 1
+    # points of the four tests: scale_shift 2, fold 2, fold with stride, padding, groups kept 1 (convs without a
+    # bias: a slip with the bias costs test 2 only), the refusal of training mode 1
     return {
         "correct": ({"scale_shift": scale_shift, "fold": fold}, 6),
-        "partial": ({"scale_shift": scale_shift, "fold": _edit(fold, CONV_BIAS, "b = torch.zeros_like(s)")}, 2 + 0 + 1),
-        "batchstats": ({"scale_shift": std_eps, "fold": BATCH_FOLD}, 0 + 0 + 1),
-        "trainfold": ({"scale_shift": scale_shift, "fold": _edit(fold, BN_REFUSAL, "")}, 2 + 3 + 0),
+        "partial": ({"scale_shift": scale_shift, "fold": _edit(fold, CONV_BIAS, "b = torch.zeros_like(s)")},
+                    2 + 0 + 1 + 1),
+        "batchstats": ({"scale_shift": std_eps, "fold": BATCH_FOLD}, 0 + 0 + 0 + 1),   # still refuses training mode
+        "trainfold": ({"scale_shift": scale_shift, "fold": _edit(fold, BN_REFUSAL, "")}, 2 + 2 + 1 + 0),
     }
+
+
+INT_SHAPE = "    if isinstance(normalized_shape, int):\n        normalized_shape = (normalized_shape,)\n"
+
+
+def test_a_near_correct_answer_scores_the_cells_it_gets_right(tmp_path):
+    """Assignment 1 right in everything but an int ``normalized_shape`` (the teacher's answer without
+    its int case), validated by nbgrader with the hidden tests: only the two cells of the other forms
+    of ``normalized_shape`` (and float32) fail, 3 of 5 points (0 when each part was one cell)."""
+    stem = "01_layernorm"
+    notebook = json.loads(build_assignments.targets(stem)["ko"].read_text(encoding="utf-8"))
+    cells = _cells(notebook)
+    cells["layer_norm_stats"]["source"] = _edit(_source(cells["layer_norm_stats"]), INT_SHAPE, "")
+    (tmp_path / f"{stem}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    # wide enough that nbgrader prints each failed cell's whole source: which cells failed
+    result = classroom.nbgrader(tmp_path, "validate", "--Validator.width=100000", f"{stem}.ipynb", quiet=True)
+    points = {gid: c["metadata"]["nbgrader"]["points"] for gid, c in cells.items() if c["metadata"]["nbgrader"]["grade"]}
+    failed = {gid for gid in points if "The following cell failed:\n\n" + "\n".join(
+        "    " + line for line in _source(cells[gid]).strip().split("\n")) + "\n\n" in result.stdout}
+    assert failed == {"test_layer_norm_stats_forms", "test_layer_norm_forms"}, result.stdout[-3000:]
+    assert "VALIDATION FAILED ON 2 CELL(S)" in result.stdout
+    assert (sum(points.values()) - sum(points[gid] for gid in failed), sum(points.values())) == (3, 5)
+
+
+@pytest.mark.parametrize("lang", build_assignments.LANGS)
+def test_the_guides_table_gives_the_points_of_each_test_cell(lang):
+    """chapters/<lang>/teachers.md lists each assignment's points per test cell, in order (1+1+2+1)."""
+    guide = (ROOT / "chapters" / lang / "teachers.md").read_text(encoding="utf-8")
+    for stem in STEMS:
+        row = next(line for line in guide.splitlines() if line.startswith(f"| `{stem}` |"))
+        notebook = json.loads(build_assignments.targets(stem)[lang].read_text(encoding="utf-8"))
+        points = [c["metadata"]["nbgrader"]["points"] for c in notebook["cells"]
+                  if c["metadata"].get("nbgrader", {}).get("grade")]
+        assert row.split("|")[3].strip() == "+".join(map(str, points)), (lang, row)
 
 
 # what else the class hands in: student → (what is in submitted/<student>/, the PROBLEM's cause, its remedy)
@@ -562,7 +598,7 @@ def test_the_fold_feedback_names_each_slip_in_korean(feedback):
     assert "입력 배치 자신의 평균과 표본분산" in pages["batchstats"]                 # batch statistics, y.var's n − 1
     assert "ε은 제곱근 안에 들어갑니다" in pages["batchstats"]                       # and part 1's ε outside the root
     assert "학습 모드의 BatchNorm을 그대로 접었습니다" in pages["trainfold"]         # a training-mode layer folded
-    for student, score in (("correct", 6), ("partial", 3), ("batchstats", 1), ("trainfold", 5)):
+    for student, score in (("correct", 6), ("partial", 4), ("batchstats", 1), ("trainfold", 5)):
         assert re.search(rf"{score}(\.0)?\s*/\s*6", pages[student]), (student, "the page shows the score")
 
 
