@@ -55,7 +55,7 @@ def test_nbgrader_runs_without_the_environment_on_path_and_regrades_silently(tmp
 
     released = json.loads((course / "release" / assignment / "01_layernorm.ipynb").read_text(encoding="utf-8"))
     tests = [c for c in released["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
-    assert len(tests) == 2
+    assert len(tests) == 4, "01_layernorm's four test cells (1+1+2+1 points)"
     for student in ("untouched", "tampered"):
         nb = json.loads(json.dumps(released))
         if student == "tampered":      # the student makes the second test cell harmless

@@ -550,8 +550,11 @@ def autograde(course: Path, names: list[str] | None = None, timeout: int | None 
             continue
         pending = [s for (s, a), f in folders.items() if a == name and (s, name) not in bad
                    and (force or _needs_grading(course, s, name))]
+        # what is already a PROBLEM (no notebook, not a notebook, misnamed) nbgrader would only fail on again
+        skip = sorted(s for (s, a) in bad if a == name and "," not in s)
+        exclude = [f"--CourseDirectory.student_id_exclude={','.join(skip)}"] if skip else []
         progress = Progress(name, len(pending))
-        result = nbgrader(course, "autograde", name, *extra, on_line=progress.line)
+        result = nbgrader(course, "autograde", name, *extra, *exclude, on_line=progress.line)
         progress.done()
         logs[name] = result.stdout
         failures = [(a, s) for a, s in GRADING_ERROR.findall(result.stdout) if a == name]
