@@ -165,6 +165,9 @@ def test_the_same_zip_twice_changes_nothing_and_a_late_zip_only_its_students(tmp
     again = collect.collect(zip_path, ASSIGNMENT, course)
     assert {p.result for p in again.placed} == {"unchanged"}
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in course.rglob("*") if p.is_file()} == before
+    for student in ("20231234", "20235678"):            # as make autograde leaves them
+        (course / "autograded" / student / ASSIGNMENT).mkdir(parents=True)
+        (course / "autograded" / student / ASSIGNMENT / NOTEBOOK).write_bytes(notebook("graded"))
     late = make_zip(tmp_path / "late.zip", {
         "김수민_12345_assignsubmission_file_01_layernorm.ipynb": notebook("sumin, second try"),
         "송유나_12346_assignsubmission_file_과제1_송유나.ipynb": notebook("yuna"),
@@ -179,6 +182,9 @@ def test_the_same_zip_twice_changes_nothing_and_a_late_zip_only_its_students(tmp
     when = (course / "submitted" / "20231234" / ASSIGNMENT / NOTEBOOK).stat().st_mtime
     assert datetime.fromtimestamp(when) == datetime(2026, 3, 20, 23, 59, 0), "the platform's time, for timestamp.txt"
     assert set(collect.manifest(course, ASSIGNMENT)) == {"20231234", "20235678", "20230001", "20230002"}
+    # a replaced submission is graded again whatever its time; an unchanged one keeps its grading
+    assert not (course / "autograded" / "20231234" / ASSIGNMENT).exists()
+    assert (course / "autograded" / "20235678" / ASSIGNMENT / NOTEBOOK).exists()
 
 
 def test_two_students_of_the_same_name_are_not_guessed(tmp_path, course):

@@ -545,11 +545,26 @@ def autograde(course: Path, names: list[str] | None = None, timeout: int | None 
     ids = register_students(course, roster, students)
     logs = {}
     extra = ([f"--Execute.timeout={timeout}"] if timeout else []) + (["--force"] if force else [])
+    failed = _failures(course)
     for name in targets:
         if not any(a == name for _, a in folders):
             continue
-        pending = [s for (s, a), f in folders.items() if a == name and (s, name) not in bad
-                   and (force or _needs_grading(course, s, name))]
+        # A submission nbgrader failed on (a kernel that ignores the interrupt costs the whole timeout and more) is
+        # not tried again while it is unchanged, unless forced; it stays a PROBLEM, said so.
+        for (student, a) in folders:
+            record = failed.get(f"{student}/{name}")
+            held = _held(course, "submitted", student, name)
+            if a == name and record and (student, name) not in bad and not force \
+                    and held is not None and record["handed_in"] == str(held):
+                retry = classroom_command("autograde", course, names, True, timeout)
+                bad[(student, name)] = Problem(record["cause"] + " (not tried again: unchanged since it failed)",
+                                               f"{record['remedy']}; to try it as it is: {retry}", student, name)
+                problems.append(bad[(student, name)])
+        pending = [s for (s, a) in folders if a == name and (s, name) not in bad
+                   and (force or _needs_grading(course, s, name, released[name]))]
+        if not pending:
+            print(f"  {name}: every submission is graded and unchanged since (FORCE=1 grades them again)")
+            continue
         # what is already a PROBLEM (no notebook, not a notebook, misnamed) nbgrader would only fail on again
         skip = sorted(s for (s, a) in bad if a == name and "," not in s)
         exclude = [f"--CourseDirectory.student_id_exclude={','.join(skip)}"] if skip else []
@@ -561,11 +576,17 @@ def autograde(course: Path, names: list[str] | None = None, timeout: int | None 
         if result.returncode != 0 and not failures:
             raise SystemExit(str(Problem(f"nbgrader autograde {name} failed:\n{_tail(result)}",
                                          f"fix what the message above says, then run: {again}")))
+        for student in pending:
+            failed.pop(f"{student}/{name}", None)
         for _, student in failures:
             if (student, name) not in bad:
                 bad[(student, name)] = Problem(*_grading_failure(course, result.stdout, name, student, timeout, again),
                                                student, name)
                 problems.append(bad[(student, name)])
+                failed[f"{student}/{name}"] = {"handed_in": str(_held(course, "submitted", student, name)),
+                                               "cause": bad[(student, name)].cause,
+                                               "remedy": bad[(student, name)].remedy}
+    _remember_failures(course, failed)
     problems.sort(key=lambda p: (p.student is not None, p.student or "", p.assignment or ""))
     if not targets:
         print(f"nothing graded: {shown(course / 'grades.csv')} not written")
@@ -605,12 +626,43 @@ def autograde(course: Path, names: list[str] | None = None, timeout: int | None 
     return Grades(path, rows, problems, logs)
 
 
-def _needs_grading(course: Path, student: str, assignment: str) -> bool:
-    """Whether nbgrader autograde will grade this submission (it skips one graded since it was handed in)."""
-    def held(root: str) -> str | None:
-        path = course / root / student / assignment / "timestamp.txt"
-        return path.read_text(encoding="utf-8").strip() if path.exists() else None
-    return held("autograded") is None or held("autograded") != held("submitted")
+def _held(course: Path, root: str, student: str, assignment: str):
+    """The time a ``timestamp.txt`` of ``root/student/assignment`` holds (None when there is none or it is unreadable)."""
+    from nbgrader.utils import parse_utc
+    path = course / root / student / assignment / "timestamp.txt"
+    try:
+        return parse_utc(path.read_text(encoding="utf-8").strip()) if path.exists() else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _needs_grading(course: Path, student: str, assignment: str, notebooks: list[str]) -> bool:
+    """Whether nbgrader autograde grades this submission without --force: as nbgrader decides it, when
+    an autograded notebook is missing or the submission is newer than what was graded."""
+    if not all((course / "autograded" / student / assignment / f"{nb}.ipynb").exists() for nb in notebooks):
+        return True
+    new, old = _held(course, "submitted", student, assignment), _held(course, "autograded", student, assignment)
+    return new is not None and old is not None and new > old
+
+
+FAILURES = ".classroom-failures.json"      # in autograded/: what nbgrader failed on, and when it was handed in
+
+
+def _failures(course: Path) -> dict[str, dict]:
+    path = course / "autograded" / FAILURES
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (ValueError, UnicodeDecodeError):
+        return {}
+
+
+def _remember_failures(course: Path, failed: dict[str, dict]) -> None:
+    path = course / "autograded" / FAILURES
+    if failed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(failed, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    elif path.exists():
+        path.unlink()
 
 
 class Progress:

@@ -386,6 +386,8 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
         chosen, left = choose(files, released, lambda e: _file_name(e, fmt))
         for name, (e, why) in chosen.items():
             result = _write(course / "submitted" / sid / assignment / name, e.data, e.when, collected / "replaced" / sid)
+            if result == "replaced":        # graded again at the next make autograde, whatever the new file's time
+                shutil.rmtree(course / "autograded" / sid / assignment, ignore_errors=True)
             report.placed.append(Placement(e, who.student, name, f"{who.why}; {why}", result=result, owner=who))
             rows[sid] = dict(student_id=sid, name=who.student.full_name or who.display, platform=fmt.label,
                              prefix=who.prefix, zip=source.name, file=e.path, how=why)
