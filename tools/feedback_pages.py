@@ -4,7 +4,7 @@ classroom assignments (README, "Classroom"; ``make feedback``).
 nbgrader's own page loads MathJax 2 from a CDN, ships no Korean font, speaks English, prints the
 teacher's absolute paths and shows the checker's internal traceback before its explanation. This
 module keeps nbgrader's pipeline (GenerateFeedback: the autograded notebook, GetGrades, an
-nbconvert HTML template) and changes two of its configurable parts, set from
+nbconvert HTML template) and changes three of its configurable parts, set from
 ``assignments/nbgrader_config.py`` through :func:`configure`, so that ``make feedback`` and a
 teacher's own ``nbgrader generate_feedback`` give the same pages:
 
@@ -15,26 +15,30 @@ teacher's own ``nbgrader generate_feedback`` give the same pages:
   error it drops the frames that are not the student's (normlib's checker, torch, Python: every
   ``File …`` frame; the notebook's own cells are kept, the student's line with its arrow
   included), says in one line how many were left out and where, and words the traceback's
-  headings in the page's language. It also reads the book's vendored browser assets
-  (tools/vendor_assets.py: MathJax 3 and NanumGothic) for the template to inline;
+  headings in the page's language. It says what grading did to the submission (a timeout, a
+  call to a reference implementation, an edited or deleted test cell: tools/feedback_notes.py)
+  and cuts NanumGothic to the Hangul the page can show (tools/korean_font.py's subsetter);
 * the template ``assignments/templates/feedback_page/`` (nbgrader's ``feedback`` template,
-  reworded): every interface word in the page's language, a failed test's explanation (the
-  checker's CheckFailed message) above its traceback, and MathJax, its fonts and NanumGothic
-  inlined (data: URLs), so the page is one file that makes no request at all: a student can open
-  it from an e-mail, offline, on a machine without a Korean font. It weighs about 2.8 MB
-  (MathJax 1.2 MB, its fonts 0.5 MB, NanumGothic regular and bold 1 MB); NanumGothic is left out
-  of a page without Hangul.
+  reworded, its own small stylesheet instead of Bootstrap, readable on a phone): every interface
+  word in the page's language, the notes in a box at the top, a failed test's explanation (the
+  checker's CheckFailed message) above its traceback, and the cut font inlined (data: URLs);
+* the filter ``markdown2html`` of tools/feedback_math.py: the markdown's TeX as MathML, which
+  the browsers draw themselves, so the page carries no MathJax and no script at all.
 
+The page is one file that makes no request: a student can open it from an e-mail, offline, on
+a machine without a Korean font. A Korean page of assignment 1 weighs 100–120 kB, about half of
+it the two cut faces of NanumGothic (it weighed 2.8 MB with MathJax, its fonts and the whole
+NanumGothic inlined); an English one 40–55 kB.
 Inlined rather than copied next to the page: nbgrader writes one folder per student and
-assignment, and a teacher sends a page, not a folder. When the assets are not vendored (no npm:
-the book then falls back to CDNs too) :func:`assets` says so, and the page loads nbgrader's CDN
-MathJax, as before.
+assignment, and a teacher sends a page, not a folder.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import importlib.util
+import json
 import re
 import site
 import sys
@@ -45,7 +49,7 @@ from pathlib import Path
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from . import vendor_assets
+from . import feedback_math, feedback_notes, korean_font
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = "feedback_page"                  # assignments/templates/feedback_page/
@@ -174,6 +178,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _HEADER = re.compile(r"^(\S+)\s+Traceback \(most recent call last\)\s*$")
 _CELL = re.compile(r"^(?:Cell In|Input In ?)\[(\d*)\], line (\d+)(?:, in (.*))?$")
 _FILE = re.compile(r"^File (.+?)(?::\d+)?(?:, in .*)?$")
+_RULE = re.compile(r"-{20,}")
 _CAUSE = "The above exception was the direct cause of the following exception:"
 _CONTEXT = "During handling of the above exception, another exception occurred:"
 
@@ -219,6 +224,8 @@ def filter_traceback(entries: list[str], ename: str, lang: str) -> list[str]:
         if (m := _FILE.match(first)) and not _CELL.match(first):
             hidden.append(_package(m.group(1)))
             continue
+        if _RULE.fullmatch(text.strip()):     # IPython's line of dashes above the heading
+            continue
         flush()
         if m := _HEADER.match(text.strip("\n")):
             entry = f"\x1b[31m{m.group(1)}\x1b[39m    {t['traceback']}"
@@ -240,59 +247,54 @@ def filter_traceback(entries: list[str], ename: str, lang: str) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------- assets
+# --------------------------------------------------------------------------- the Korean font
 
 HANGUL_RANGE = "U+3131-318E, U+AC00-D7A3"    # as in tools/offline_book/nanum-gothic.css
-NANUM = {400: "fonts/nanum-gothic-korean-400-normal.woff2", 700: "fonts/nanum-gothic-korean-700-normal.woff2"}
-MATHJAX = "mathjax/tex-chtml.js"
-MATHJAX_FONTS = "mathjax/output/chtml/fonts/woff-v2"
+# Where NanumGothic comes from: the book's vendored faces (tools/korean_font.py), else the
+# TrueType files of koreanize-matplotlib (requirements.txt), so a page always has its font.
+KOREANIZE = {400: "NanumGothic.ttf", 700: "NanumGothicBold.ttf"}
 
 
-def _data_url(path: Path, mime: str) -> str:
-    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-
-
-NOT_VENDORED = ("feedback pages: the book's MathJax and Korean font are not vendored (install Node.js/npm, then "
-                "run `make assets`); these pages load MathJax from a CDN and have no Korean font")
-
-
-def assets(log=print) -> dict | None:
-    """The book's vendored MathJax (its fonts inlined as data: URLs) and NanumGothic faces, ready
-    to inline: ``{"mathjax": js, "nanum": css}``. When they are missing they are vendored as
-    `make assets` does (npm ci when needed); None, said through ``log``, when that cannot be done."""
-    folder = vendor_assets.OUT
-    if not all((folder / p).exists() for p in (MATHJAX, *NANUM.values())):
-        vendor_assets.vendor(log=log)
-    found = _read_assets(folder)
+def nanum_source(weight: int) -> Path | None:
+    found = korean_font.source_font(weight)
     if found is None:
-        log(NOT_VENDORED)
+        spec = importlib.util.find_spec("koreanize_matplotlib")
+        if spec and spec.origin:
+            path = Path(spec.origin).parent / "fonts" / KOREANIZE[weight]
+            found = path if path.exists() else None
     return found
 
 
-@functools.lru_cache(maxsize=2)
-def _read_assets(folder: Path) -> dict | None:
-    if not all((folder / p).exists() for p in (MATHJAX, *NANUM.values())):
-        return None
-    js = (folder / MATHJAX).read_text(encoding="utf-8")
-    for font in sorted((folder / MATHJAX_FONTS).glob("*.woff")):
-        placeholder = f"%%URL%%/{font.name}"      # as MathJax's CHTML font data names it (some are unused)
-        if placeholder in js:
-            js = js.replace(placeholder, _data_url(font, "font/woff"))
-    if re.search(r"%%URL%%/\w", js):
-        raise RuntimeError(f"{folder / MATHJAX} names a font that is not in {folder / MATHJAX_FONTS}")
-    # Inside <script>, "</script" would end the element, and "<!--" followed by "<script" would keep
-    # the next "</script>" from ending it (HTML's script data states). MathJax 3.2 has one "<!--".
-    if re.search(r"</script", js, re.IGNORECASE) or ("<!--" in js and re.search(r"<script", js, re.IGNORECASE)):
-        raise RuntimeError(f"{folder / MATHJAX} cannot be inlined in a <script> element")
-    nanum = "\n".join(
-        f'@font-face {{ font-family: "NanumGothic"; font-style: normal; font-weight: {weight}; '
-        f'font-display: block; src: url("{_data_url(folder / name, "font/woff2")}") format("woff2"); '
-        f"unicode-range: {HANGUL_RANGE}; }}" for weight, name in NANUM.items())
-    return {"mathjax": js, "nanum": nanum}
+@functools.lru_cache(maxsize=64)
+def _subset(source: Path, chars: str) -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "subset.woff2"
+        korean_font.subset(source, target, set(chars))
+        return target.read_bytes()
+
+
+def nanum_faces(chars: set[str], log=print) -> str:
+    """@font-face rules for NanumGothic regular and bold, cut to ``chars`` (Hangul only) and
+    inlined as data: URLs; "" when there is no Hangul, or no font to cut (said through ``log``)."""
+    hangul = "".join(sorted(c for c in chars if korean_font.HANGUL.match(c)))
+    if not hangul:
+        return ""
+    rules = []
+    for weight in korean_font.WEIGHTS:
+        source = nanum_source(weight)
+        if source is None:
+            log("feedback pages: NanumGothic not found (make assets, or pip install -r requirements.txt): "
+                "the Korean pages have no font of their own")
+            return ""
+        data = base64.b64encode(_subset(source, hangul)).decode("ascii")
+        rules.append(f'@font-face {{ font-family: "NanumGothic"; font-style: normal; font-weight: {weight}; '
+                     f'font-display: block; src: url("data:font/woff2;base64,{data}") format("woff2"); '
+                     f"unicode-range: {HANGUL_RANGE}; }}")
+    return "\n".join(rules)
 
 
 def has_hangul(text: str) -> bool:
-    return re.search("[\u3131-\u318e\uac00-\ud7a3]", text) is not None
+    return korean_font.HANGUL.search(text) is not None
 
 
 # --------------------------------------------------------------------------- the preprocessor
@@ -309,22 +311,23 @@ class FeedbackPage(Preprocessor):
         info = resources.get("nbgrader", {})
         lang = language(info.get("assignment", ""))
         prefixes = _prefixes(Path(self.course or Path.cwd()))
-        hangul = False
+        notes = feedback_notes.sentences(nb, lang)       # before the outputs are reworded
         for cell in nb.cells:
             cell.source = scrub_paths(cell.source, prefixes, others=False)
-            hangul = hangul or has_hangul(cell.source)
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("comment") == NO_RESPONSE:
                 meta["comment"] = STRINGS[lang]["no_response"]
             for output in cell.get("outputs", []):
                 self._output(output, lang, prefixes)
-                hangul = hangul or has_hangul(str(output))
-        found = assets(self.log.warning)
+        # Every character the page can show: the notebook, the page's words, the notes, the names.
+        shown = json.dumps([nb, STRINGS[lang], feedback_notes.WORDS[lang], notes, info], ensure_ascii=False,
+                           default=str)
         resources["feedback_page"] = {
             "lang": lang,
             "t": STRINGS[lang],
-            "mathjax": found and found["mathjax"],
-            "nanum": found and hangul and found["nanum"],
+            "notes": notes,
+            "notes_title": feedback_notes.WORDS[lang]["title"],
+            "nanum": nanum_faces(set(shown), self.log.warning),
         }
         return nb, resources
 
@@ -360,4 +363,6 @@ def configure(c, course: Path) -> None:
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, FeedbackPage]
     c.GenerateFeedback.HTMLExporter.template_name = TEMPLATE
     c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(Path(course) / TEMPLATES)]
+    # The markdown's math as MathML (tools/feedback_math.py), in this exporter only.
+    c.GenerateFeedback.HTMLExporter.filters = {"markdown2html": feedback_math.markdown2html}
     c.FeedbackPage.course = str(course)
