@@ -273,10 +273,23 @@ def _subset(source: Path, chars: str) -> bytes:
         return target.read_bytes()
 
 
+@functools.lru_cache(maxsize=1)
+def _common_hangul() -> frozenset[str]:
+    """The Hangul any Korean page may show whoever the student: the checkers' messages, the page's
+    and the notes' words. Cutting the font to these and the page's own makes most pages of an
+    assignment ask for the same cut, made once per nbgrader process (a cut takes seconds)."""
+    from normlib.book.i18n_checkers import PAIRS
+    text = json.dumps([[ko for ko, _ in PAIRS.values()], STRINGS["ko"], feedback_notes.WORDS["ko"],
+                       feedback_notes.SENTENCES], ensure_ascii=False)
+    return frozenset(c for c in text if korean_font.HANGUL.match(c))
+
+
 def nanum_faces(chars: set[str], log=print) -> str:
-    """@font-face rules for NanumGothic regular and bold, cut to ``chars`` (Hangul only) and
-    inlined as data: URLs; "" when there is no Hangul, or no font to cut (said through ``log``)."""
-    hangul = "".join(sorted(c for c in chars if korean_font.HANGUL.match(c)))
+    """@font-face rules for NanumGothic regular and bold, cut to ``chars`` and the Hangul every
+    Korean page may show (Hangul only), inlined as data: URLs; "" when there is no Hangul, or no
+    font to cut (said through ``log``)."""
+    page = {c for c in chars if korean_font.HANGUL.match(c)}
+    hangul = "".join(sorted(page | _common_hangul())) if page else ""
     if not hangul:
         return ""
     rules = []
