@@ -400,7 +400,9 @@ def graded(course, released):
     notebooks["redo"] = notebooks["partial"]            # hands in the partial answer first, then a late fix
     (course / "students.csv").write_bytes(ROSTER.encode("cp949"))
     download = _moodle_zip(course.parent / "moodle.zip", {s: notebooks[s] for s in ZIPPED}, stem)
+    start = time.monotonic()
     collected = _make(["collect", f"ZIP={download}", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
+    print(f"make collect of the Moodle zip ({len(ZIPPED)} students) took {time.monotonic() - start:.1f} s")
     fold_stem = FOLD.rsplit("_", 1)[0]
     fold_release = json.loads((course / "release" / FOLD / f"{fold_stem}.ipynb").read_text(encoding="utf-8"))
     for student, (edits, _) in _fold_class(course).items():
@@ -634,7 +636,10 @@ def test_an_edited_test_cell_is_restored_with_its_hidden_tests(course, graded):
 
 @pytest.fixture(scope="module")
 def feedback(course, graded) -> list[Path]:
-    return classroom.feedback(course, [CLASS, FOLD])
+    start = time.monotonic()
+    pages = classroom.feedback(course, [CLASS, FOLD])
+    print(f"make feedback of {len(pages)} pages took {time.monotonic() - start:.0f} s")
+    return pages
 
 
 def test_feedback_html_for_every_graded_student(course, feedback):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -293,3 +294,21 @@ def test_feedback_pages_are_zipped_under_the_platforms_prefixes(tmp_path, graded
     assert platform_export.feedback_zip(graded_course, "moodle", ASSIGNMENT).read_bytes() == first, "the same zip again"
     with zipfile.ZipFile(platform_export.feedback_zip(graded_course, "simple", ASSIGNMENT)) as archive:
         assert sorted(archive.namelist()) == [f"{s}_01_layernorm.html" for s in ("20231234", "20235678", "99999999")]
+
+
+# The platforms' own layouts, as their documentation shows an export (the import takes the same layout back):
+# Canvas, "How do I import grades in the Gradebook?" (Instructor Guide): the gradebook export's first row;
+# Moodle, "Grade export" / "Grade import" (docs.moodle.org): the plain-text export's first row, whose user
+# columns an import maps ("ID number" to the user's ID number).
+CANVAS_EXPORT = "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (12345),Current Score,Final Score"
+MOODLE_EXPORT = "First name,Last name,ID number,Institution,Department,Email address,Assignment: 과제 1 (Real)"
+
+
+def test_each_grade_file_follows_the_platforms_documented_layout(graded_course):
+    canvas = _csv(platform_export.write_grades(graded_course, "canvas", ASSIGNMENT, column="Assignment 1 (12345)"))
+    documented = CANVAS_EXPORT.split(",")
+    assert canvas[0] == documented[:6], "Canvas: its five student columns, then the assignment named as it exports it"
+    moodle = _csv(platform_export.write_grades(graded_course, "moodle", ASSIGNMENT))
+    user_columns = [c for c in moodle[0][:-1] if c != "Full name"]       # Full name: for the teacher, not mapped
+    assert set(user_columns) <= set(MOODLE_EXPORT.split(",")) and "ID number" in user_columns
+    assert all(re.fullmatch(r"\d*(\.\d+)?", row[-1]) for row in moodle[1:] + canvas[1:]), "a grade is a number or empty"
