@@ -7,7 +7,8 @@ STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
 .PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
-	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export
+	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export \
+	student
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,6 +61,12 @@ lint: $(STAMP)
 ## Open the chapters in JupyterLab, without nbgrader's teacher tools (tools/lab.py).
 lab: $(STAMP)
 	$(PY) -m tools.lab reader
+
+## A student's working copy of an assignment (the student version: no solutions, no hidden tests), written to
+## lab/assignments/<assignment>/ for make lab; a copy already there is the student's work and is kept (tools/student.py).
+student: $(STAMP)
+	@test -n "$(A)" || { $(PY) -m tools.student; exit 2; }
+	$(PY) -m tools.student $(A)
 
 ## Open the course folder assignments/ in JupyterLab with nbgrader's tools (Formgrader, Create Assignment).
 lab-teacher: $(STAMP)

@@ -42,6 +42,7 @@ BUDGET_MB = {
     "glossary": 0.8,
     "references": 0.4,
     "teachers": 0.4,
+    "students": 0.4,
     "genindex": 0.3,
     "search": 0.35,             # Sphinx's search tools and the book's index load here only
 }

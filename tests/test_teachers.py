@@ -5,55 +5,22 @@ the two pages name the same commands and link the same chapters."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import pytest
 
-from helpers import ROOT, has_hangul
+from helpers import MD_LINK as LINK
+from helpers import ROOT, lines_without_hangul, links_out_of_the_book, local_links, make_targets
+from helpers import git_ignored as ignored
+from helpers import make_commands as commands
+from helpers import named_paths as paths
 
 LANGS = ("ko", "en")
 PAGES = {lang: ROOT / "chapters" / lang / "teachers.md" for lang in LANGS}
-MAKE = re.compile(r"\bmake ([a-z][a-z0-9-]*)")
-CODE = re.compile(r"`([^`\n]+)`")
-LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-FILE_SUFFIX = re.compile(r"\w\.(py|yml|yaml|md|csv|db|ipynb|txt|html)$")
 # What the brief of issue 19 asks the guide to cover, by command
 COURSE_COMMANDS = {"assignments-release", "autograde", "feedback", "lab-teacher", "assignments", "repository", "book"}
 
 
 def text(lang: str) -> str:
     return PAGES[lang].read_text(encoding="utf-8")
-
-
-def make_targets() -> set[str]:
-    return set(re.findall(r"^([\w.-]+)\s*:(?!=)", (ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE))
-
-
-def commands(page: str) -> set[str]:
-    return set(MAKE.findall(page))
-
-
-def paths(page: str) -> set[str]:
-    """Inline code that names a file or folder: with a slash, or a file name with a known suffix."""
-    found = set()
-    for span in CODE.findall(page):
-        span = span.strip()
-        if " " in re.sub(r"<[^>]*>", "", span) or span.startswith(("/", "#")) or "://" in span:
-            continue
-        if span.startswith(".") and "/" not in span:     # a suffix (.ipynb) or .venv
-            continue
-        if "/" in span or FILE_SUFFIX.search(span):
-            found.add(span)
-    return found
-
-
-def ignored(path: str) -> bool:
-    """Whether git ignores ``path`` (a file the classroom writes: release/, submitted/, grades.csv …)."""
-    try:
-        return subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT).returncode == 0
-    except OSError:
-        pytest.skip("git is not installed")
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -86,14 +53,10 @@ def test_the_path_check_sees_a_wrong_path():
 @pytest.mark.parametrize("lang", LANGS)
 def test_links_stay_in_the_same_language_book(lang):
     page = text(lang)
-    links = LINK.findall(page)
-    local = [link for link in links if "://" not in link]
-    assert local, "the guide links no chapter"
-    for link in local:
-        target = link.split("#")[0]
-        assert "/" not in target, f"{link}: link a page of chapters/{lang}/ by its file name"
-        assert target.endswith((".ipynb", ".md")) and (PAGES[lang].parent / target).is_file(), link
-    assert "README" not in " ".join(links)
+    assert local_links(page), "the guide links no chapter"
+    bad = links_out_of_the_book(page, PAGES[lang].parent)
+    assert not bad, f"link a page of chapters/{lang}/ by its file name: {bad}"
+    assert "README" not in " ".join(LINK.findall(page))
 
 
 def test_both_pages_name_the_same_commands_and_chapters():
@@ -108,7 +71,5 @@ def test_both_pages_name_the_same_commands_and_chapters():
 
 def test_the_korean_page_is_written_in_korean():
     """Every paragraph, list item and table row outside code has Hangul."""
-    page = re.sub(r"```.*?```", "", text("ko"), flags=re.DOTALL)
-    lines = [line for line in page.splitlines() if line.strip() and not re.fullmatch(r"\|[-| ]+\|", line.strip())]
-    english = [line for line in lines if not has_hangul(CODE.sub("", line))]
+    english = lines_without_hangul(text("ko"))
     assert not english, english
