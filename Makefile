@@ -58,9 +58,11 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . $(if $(FIX),--fix,)
 
-## Open the chapters in JupyterLab, without nbgrader's teacher tools (tools/lab.py).
+## Open copies of the chapters in JupyterLab, without nbgrader's teacher tools (tools/lab.py): lab/ (git-ignored)
+## gets the chapters it lacks and keeps the reader's edited ones, so running never changes chapters/.
+## FRESH=1 copies every chapter afresh, keeping the reader's copies in lab/backup/<time>/.
 lab: $(STAMP)
-	$(PY) -m tools.lab reader
+	$(PY) -m tools.lab reader $(if $(FRESH),--fresh,)
 
 ## A student's working copy of an assignment (the student version: no solutions, no hidden tests), written to
 ## lab/assignments/<assignment>/ for make lab; a copy already there is the student's work and is kept (tools/student.py).

@@ -1,8 +1,10 @@
-"""`make lab` opens the chapters without nbgrader's teacher tools; `make lab-teacher` opens the course
-with them (tools/lab.py). Each JupyterLab is started for real on a free port and asked over HTTP."""
+"""`make lab` opens copies of the chapters (lab/) without nbgrader's teacher tools; `make lab-teacher`
+opens the course with them (tools/lab.py). Each JupyterLab is started for real on a free port and asked
+over HTTP. That running and saving the copies leaves the repository as it was: tests/test_lab_copies.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,11 +15,13 @@ from tools import lab
 
 @pytest.mark.slow
 def test_a_reader_gets_the_chapters_without_teacher_tools(tmp_path):
-    reader = Lab("reader", tmp_path)
+    reader = Lab("reader", tmp_path, extra=(f"--workdir={tmp_path / 'copies'}",))    # make lab: lab/
     try:
         config = reader.page_config()
         assert "@jupyter/nbgrader" in config["disabledExtensions"], config["disabledExtensions"]
-        assert reader.page_config()["serverRoot"].rstrip("/").endswith("chapters")
+        assert config["serverRoot"].rstrip("/").endswith("copies")
+        assert (tmp_path / "copies/ko/01_why_normalize.ipynb").read_bytes() == \
+            (ROOT / "chapters/ko/01_why_normalize.ipynb").read_bytes()
         assert get(reader.url("/formgrader"))[0] == 404
         assert get(reader.url("/assignments"))[0] == 404
     finally:
@@ -97,11 +101,14 @@ def test_root_gets_allow_root_and_a_note_instead_of_a_refusal():
 
 def test_a_folder_given_replaces_the_default_and_the_readers_lab_writes_outside_the_repository(tmp_path):
     argv, env, _ = lab.command("reader", [], is_root=False)
-    assert str(ROOT / "chapters") in argv
-    for name in ("JUPYTERLAB_WORKSPACES_DIR", "JUPYTERLAB_SETTINGS_DIR"):   # else under tools/lab_reader/lab/
+    assert str(ROOT / "lab") in argv and str(ROOT / "chapters") not in argv     # the copies, not the book
+    # Jupyter writes into its configuration directory (workspaces, settings, "migrated"): the reader's
+    # own ~/.jupyter; tools/lab_reader/ is only on the path it reads
+    assert "JUPYTER_CONFIG_DIR" not in env and env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(lab.READER_CONFIG)
+    for name in ("JUPYTERLAB_WORKSPACES_DIR", "JUPYTERLAB_SETTINGS_DIR"):
         if name in env:
             assert not Path(env[name]).resolve().is_relative_to(ROOT), (name, env[name])
     for option in (f"--notebook-dir={tmp_path}", f"--ServerApp.root_dir={tmp_path}"):
-        for role, folder in (("reader", "chapters"), ("teacher", "assignments")):
+        for role, folder in (("reader", "lab"), ("teacher", "assignments")):
             argv, _, _ = lab.command(role, [option], is_root=False)
             assert str(ROOT / folder) not in argv and argv[-1] == option, argv
