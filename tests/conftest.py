@@ -62,6 +62,7 @@ MODULE_MARKERS = {
     "test_assignments": ("classroom",),
     "test_classroom_shell": ("classroom",),
     "test_grading_execute": ("classroom",),
+    "test_checker_output": ("classroom",),
     "test_distributed": ("distributed",),
     "test_perturbed_numerics": ("notebooks",),
 }

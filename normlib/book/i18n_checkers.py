@@ -24,6 +24,10 @@ PAIRS = {
     "ex:no_backward": ("기울기를 구하는 동안 직접 작성한 backward가 한 번도 실행되지 않았습니다. torch의 autograd가 순전파를 대신 미분한 것입니다. torch.autograd.Function을 상속하고 backward를 직접 작성하세요.",
                        "no backward of yours ran while the gradients were computed: torch's autograd differentiated your forward pass instead. Subclass torch.autograd.Function and write its backward yourself."),
     "ex:raised_at": ("예외가 난 곳은 작성한 코드의 {line}번째 줄입니다: {code}", "it was raised at line {line} of your code: {code}"),
+    # a failed check as a notebook shows it (normlib.exercises._shown): where the student's lines are
+    "ex:tb_cell": ("셀 [{cell}]의 {line}번째 줄", "Cell In[{cell}], line {line}"),
+    "ex:tb_file": ("{file} 파일의 {line}번째 줄", "{file}, line {line}"),
+    "ex:tb_in": (", 함수 {function}", ", in {function}"),
     "ex:not_callable": ("검사할 함수나 클래스를 넘겨야 하는데, 받은 값은 {got}입니다.", "expected a function or class to check, received {got}."),
     "ex:not_module": ("torch.nn.Module을 상속한 클래스를 넘겨야 하는데, 받은 값은 {got}입니다.", "expected a class derived from torch.nn.Module, received {got}."),
     "ex:not_tensor": ("{what}: torch.Tensor가 필요한데, 받은 값은 {got} 객체입니다.", "expected the {what} to be a torch.Tensor, received {got}."),

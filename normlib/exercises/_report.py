@@ -13,6 +13,9 @@ whose message says in Korean (``"ko"``) or English (``"en"``):
 The student's code runs under :mod:`._guard` (:meth:`_Report.guarded`): a call to a reference
 implementation of the task fails it, naming the call (``diagnoses == ("delegated",)``).
 
+In a notebook, IPython shows a failure as its message followed by the student's own lines only,
+not the checker's traceback (:mod:`._shown`).
+
 The strings come from :mod:`normlib.book.i18n` (keys ``ex:…``).
 """
 
@@ -21,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
-import os
 import traceback
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -31,6 +33,7 @@ from torch import Tensor
 from ..axes import _fmt
 from ..book.i18n import check_lang, text
 from ._guard import Watch
+from ._shown import render, student_frames
 
 # |yours − expected| ≤ tol·(1 + |expected|): far below the size of any slip the checkers name
 # (eps = 0.01 against variances of order 1 moves results by 1e-3 and more).
@@ -42,12 +45,18 @@ class CheckFailed(AssertionError):
 
     The message is in the student's language; ``diagnoses`` names the slips recognised
     (empty when none explains the difference). An ``AssertionError``, so a failing test
-    cell scores zero in nbgrader.
+    cell scores zero in nbgrader. IPython shows it as the message, then the student's own lines
+    (:func:`._shown.render`); the full traceback stays on the exception, and ``%tb verbose``
+    shows it.
     """
 
-    def __init__(self, message: str, diagnoses: Sequence[str] = ()):
+    def __init__(self, message: str, diagnoses: Sequence[str] = (), lang: str = "en"):
         super().__init__(message)
         self.diagnoses = tuple(diagnoses)
+        self.lang = lang
+
+    def _render_traceback_(self) -> List[str]:
+        return render(self, self.lang)
 
 
 class _Report:
@@ -85,7 +94,7 @@ class _Report:
             + [self.t("ex:reread", chapter=int(s.split(":")[-1][:2]), section=text(s, self.lang).replace("`", ""))
                for s in sections]
         )
-        raise CheckFailed(message, self.diagnoses) from cause
+        raise CheckFailed(message, self.diagnoses, self.lang) from cause
 
     @contextlib.contextmanager
     def guarded(self):
@@ -128,15 +137,10 @@ class _Report:
             self.fail(error)
 
 
-# normlib/ (this package's parent) and torch: a traceback line in neither is the student's
-_LIBRARIES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-              os.path.dirname(os.path.abspath(torch.__file__)))
-
-
 def _student_line(error: BaseException) -> Optional[traceback.FrameSummary]:
-    """The last line of the traceback outside normlib and torch: where the student's code failed."""
-    theirs = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if not os.path.abspath(frame.filename).startswith(_LIBRARIES)]
+    """The last line of the traceback in the student's files (outside normlib, torch and Python):
+    where the student's code failed."""
+    theirs = student_frames(error)
     return theirs[-1] if theirs and theirs[-1].line else None
 
 
