@@ -120,8 +120,22 @@ def test_a_bad_name_names_the_assignments_that_exist(capsys):
 
 
 def test_the_working_copy_goes_where_make_lab_opens_and_git_ignores():
-    assert student.WORKING == ROOT / "lab" / "assignments"
+    from tools import lab
+
+    assert student.WORKING == lab.WORKDIR / "assignments" == ROOT / "lab" / "assignments"
     assert git_ignored("lab/assignments/02_batchnorm_ko/02_batchnorm.ipynb")
+
+
+def test_a_fresh_make_lab_keeps_the_students_assignments(tmp_path):
+    """`make lab FRESH=1` backs up and recopies the chapters; the assignments beside them stay."""
+    from tools import lab
+
+    work = tmp_path / "assignments" / "02_batchnorm_ko" / "02_batchnorm.ipynb"
+    work.parent.mkdir(parents=True)
+    work.write_bytes(b'{"my": "answers"}')
+    lab.copy_chapters(tmp_path)
+    lab.copy_chapters(tmp_path, fresh=True)
+    assert work.read_bytes() == b'{"my": "answers"}'
 
 
 def test_an_existing_copy_is_kept(tmp_path, capsys):
