@@ -349,8 +349,11 @@ class FeedbackPage(Preprocessor):
         if output.output_type == "stream":
             output.text = scrub_paths(output.text, prefixes)
         elif output.output_type == "error":
+            entries = list(output.get("traceback", []))
+            if output.ename == CHECK_FAILED and entries and plain(entries[0]).strip() == output.evalue.strip():
+                entries = [e for e in entries[1:] if plain(e).strip()]   # the explanation is the page's own block
             output.evalue = scrub_paths(output.evalue, prefixes)
-            entries = filter_traceback(list(output.get("traceback", [])), output.ename, lang)
+            entries = filter_traceback(entries, output.ename, lang)
             output.traceback = [scrub_paths(e, prefixes) for e in entries]
             if output.ename == "CellTimeoutError":       # nbgrader's: the traceback is nbclient's English line
                 output.evalue, output.traceback = STRINGS[lang]["timeout"], []
