@@ -136,7 +136,7 @@ repository: $(STAMP)
 assignments: $(STAMP)
 	$(PY) -m tools.build_assignments $(A)
 
-# The classroom (README, "Classroom"): nbgrader runs inside the course folder COURSE. Name
+# The classroom (CONTRIBUTING.md, "The classroom inside"): nbgrader runs inside the course folder COURSE. Name
 # assignments with ASSIGNMENTS="02_batchnorm_ko 04_axes_groupnorm_ko" (default: all of source/).
 COURSE      ?= assignments
 ASSIGNMENTS ?=

@@ -6,7 +6,7 @@
 ``assignments/src/NN_name.md`` becomes ``assignments/source/NN_name_ko/NN_name.ipynb`` and
 ``assignments/source/NN_name_en/NN_name.ipynb``: two separate nbgrader assignments with the same
 grade ids and points, so a teacher who teaches in one language releases and grades that one out
-of full marks (README, "Classroom"). tests/test_assignments.py fails when the committed
+of full marks (the teachers' guide; CONTRIBUTING.md, "The classroom inside"). tests/test_assignments.py fails when the committed
 notebooks no longer match their source.
 
 The source format is ``tools.bilingual``'s (markers, ``#ko:``/``#en:`` comments, the install cell),

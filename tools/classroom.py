@@ -1,5 +1,5 @@
 """Drive nbgrader for the classroom assignments: what `make assignments-release`, `make autograde`
-and `make feedback` run (README, "Classroom").
+and `make feedback` run (the teachers' guide; CONTRIBUTING.md, "The classroom inside").
 
     python tools/classroom.py release   [ASSIGNMENT ...]  [--course DIR]
     python tools/classroom.py autograde [ASSIGNMENT ...]  [--course DIR] [--timeout SECONDS] [--force]

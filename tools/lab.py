@@ -166,7 +166,7 @@ def command(role: str, extra: list[str], is_root: bool,
                      "교사용 도구(nbgrader)는 make lab-teacher로 엽니다.")
     else:
         notes.append("The course folder assignments/ with nbgrader's tools (Formgrader, Create Assignment); "
-                     "README, Classroom. 과제 폴더 assignments/를 nbgrader 도구와 함께 엽니다.")
+                     "the teachers' guide: chapters/en/teachers.md. 과제 폴더 assignments/를 nbgrader 도구와 함께 엽니다.")
     if is_root:
         argv.append("--allow-root")
         notes.append("Running as root (a container or a cloud notebook): --allow-root added. "
