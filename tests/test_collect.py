@@ -216,6 +216,14 @@ def test_canvas_google_and_a_plain_folder(tmp_path, course):
         "id on the roster; the student's only notebook (named 과제.ipynb)"
 
 
+def test_one_students_folder_is_not_taken_for_a_wrapper(tmp_path, course):
+    (course / "students.csv").write_bytes(UNIQUE.encode("cp949"))
+    alone = make_zip(tmp_path / "one.zip", {"20231234/01_layernorm.ipynb": notebook("one")})
+    assert [p.student.id for p in collect.collect(alone, ASSIGNMENT, course).placed] == ["20231234"]
+    wrapped = make_zip(tmp_path / "wrapped.zip", {"download/20235678.ipynb": notebook("two")})
+    assert [p.student.id for p in collect.collect(wrapped, ASSIGNMENT, course).placed] == ["20235678"]
+
+
 def test_an_unknown_format_is_refused_with_the_names_seen(tmp_path, course):
     odd = make_zip(tmp_path / "odd.zip", {"submission one.ipynb": notebook("a"), "submission two.ipynb": notebook("b")})
     with pytest.raises(SystemExit, match=r"not a download this command knows: its names are submission one\.ipynb, "

@@ -139,8 +139,9 @@ def _ignored(path: str) -> bool:
     return any(p in IGNORED_PARTS or p.startswith("._") for p in parts)
 
 
-def read_download(source: Path) -> tuple[list[Entry], int]:
-    """Every file of a zip (nested zips opened) or a folder; and how many were ignored."""
+def read_download(source: Path, ids: frozenset[str] = frozenset()) -> tuple[list[Entry], int]:
+    """Every file of a zip (nested zips opened) or a folder; and how many were ignored. One folder
+    around everything is taken off, unless it is a student's (its name a format's, or an id of ``ids``)."""
     entries: list[Entry] = []
     ignored = 0
 
@@ -174,7 +175,8 @@ def read_download(source: Path) -> tuple[list[Entry], int]:
         walk_zip(source.read_bytes(), "", 0)
     # one folder around everything (a download unpacked, then zipped again): not a student's
     tops = {e.path.split("/", 1)[0] for e in entries}
-    if len(tops) == 1 and all("/" in e.path for e in entries) and not _format_of(next(iter(tops)), strict=True):
+    if len(tops) == 1 and all("/" in e.path for e in entries) and not _format_of(next(iter(tops)), strict=True) \
+            and next(iter(tops)) not in ids:
         cut = len(next(iter(tops))) + 1
         for e in entries:
             e.path = e.path[cut:]
@@ -354,7 +356,7 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
     names seen when its format is none of FORMATS."""
     released = released_notebooks(course, assignment)
     students = load_roster(course)
-    entries, ignored = read_download(source)
+    entries, ignored = read_download(source, frozenset(s.id for s in students))
     if not entries:
         raise SystemExit(f"PROBLEM {shown(source)} holds no file to collect ({ignored} ignored: checkpoints, __MACOSX)\n"
                          "  what to do: download the submissions again from the platform (all of them, as one zip)")
