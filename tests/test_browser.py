@@ -23,6 +23,8 @@ never needed. Without Chromium or Playwright the tests skip, except on CI (CI=tr
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -213,6 +215,66 @@ def test_the_headers_sidebar_buttons_open_the_tables_of_contents(browser, book_u
         assert page.evaluate(state)["sidebarHidden"] is False
         page.locator(".bd-header-article .primary-toggle").click()
         assert page.wait_for_function(f"({state})().sidebarHidden === true", timeout=TIMEOUT_MS)
+    finally:
+        context.close()
+
+
+def notebook_headings(lang: str, stem: str) -> list[str]:
+    """The chapter's headings as its notebook writes them (Markdown's backticks dropped), in order."""
+    nb = json.loads((ROOT / "chapters" / lang / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return [m.group(1).replace("`", "").strip() for c in nb["cells"] if c["cell_type"] == "markdown"
+            for line in "".join(c["source"]).splitlines() if (m := re.match(r"#{1,6} (.+)", line))]
+
+
+# A heading's text as the notebook writes it: the permalink's "#" dropped, Sphinx's curly quotes straight.
+PLAIN = """const plain = (s) => s.replace('#', '').replace(/[\u2018\u2019]/g, "'").replace(/[\u201c\u201d]/g, '"').trim();"""
+def click_switch(page) -> None:
+    """Click the header's switch where it is, as a reader does (Playwright's click() first scrolls
+    the page, which would change the section in view)."""
+    box = page.locator("a.language-switch").first.bounding_box()
+    with page.expect_navigation():
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+IN_VIEW = """() => {
+  """ + PLAIN + """
+  const named = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  const heading = named && named.closest('section').querySelector(':scope > h1, :scope > h2, :scope > h3');
+  return heading && {text: plain(heading.textContent), top: heading.getBoundingClientRect().top,
+                     fragment: location.hash, path: location.pathname};
+}"""
+
+
+def test_the_language_switch_opens_the_other_page_at_the_same_section(browser, book_url):
+    """From a section named in the URL (ko → en) and from a section scrolled into view (en → ko),
+    the header's switch opens the other language's page with that section at the top."""
+    context = isolated_context(browser, book_url)
+    try:
+        page = context.new_page()
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(f"{book_url}/ko/chapters/ko/03_batchnorm.html", wait_until="load")
+        exercises = page.evaluate("""() => [...document.querySelectorAll('section > h2')]
+            .find(h => h.textContent.startsWith('연습 문제')).parentElement.id""")
+        page.goto(f"{book_url}/ko/chapters/ko/03_batchnorm.html#{exercises}", wait_until="load")
+        click_switch(page)
+        landed = page.evaluate(IN_VIEW)
+        assert landed and landed["path"].endswith("/en/chapters/en/03_batchnorm.html"), landed
+        assert landed["text"] == "Exercises" and 0 <= landed["top"] < 400, landed   # the last section: as high as the page scrolls
+
+        en, ko = notebook_headings("en", "04_layernorm"), notebook_headings("ko", "04_layernorm")
+        wanted = en.index("The weights' scale and their gradient")   # a ### inside a ## section
+        page.goto(f"{book_url}/en/chapters/en/04_layernorm.html", wait_until="load")
+        page.evaluate("""(text) => { """ + PLAIN + """
+            [...document.querySelectorAll('section > h3')].find(h => plain(h.textContent) === text).scrollIntoView(); }""",
+                      en[wanted])
+        click_switch(page)
+        landed = page.evaluate(IN_VIEW)
+        assert landed and landed["path"].endswith("/ko/chapters/ko/04_layernorm.html"), landed
+        assert landed["text"] == ko[wanted] and 0 <= landed["top"] < 400, (landed, ko[wanted])
+
+        page.goto(f"{book_url}/en/chapters/en/04_layernorm.html", wait_until="load")   # the top: no section
+        click_switch(page)
+        assert page.url.endswith("/ko/chapters/ko/04_layernorm.html"), page.url
     finally:
         context.close()
 

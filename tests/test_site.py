@@ -222,3 +222,64 @@ def test_the_landing_page_offers_both_books_and_remembers_nothing(built_site):
     assert re.search(r'<li lang="ko">.*한국어', html) and re.search(r'<li lang="en">.*English', html)
     css = re.search(r'<link rel="stylesheet" href="([^"]+)"', html).group(1)
     assert (built_site / css).is_file(), f"the landing page's font stylesheet {css} is missing"
+
+
+# --- Chapters that read as prose (issue 29, point 5; the notebooks' side: test_prose_pages.py) ----
+
+TOGGLE = re.compile(r'<p class="collapsed admonition-title">([^<]*)</p>')
+SOLUTION_WORDS = {"ko": "풀이 보기", "en": "Show solution"}
+
+
+def exercises(lang: str, stem: str) -> int:
+    """How many numbered exercises the chapter's last section asks (read in the notebook's prose)."""
+    import nbformat
+
+    from helpers import ROOT
+
+    heading = "## 연습 문제" if lang == "ko" else "## Exercises"
+    nb = nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4)
+    prose = [c.source for c in nb.cells if c.cell_type == "markdown" and heading in c.source][-1]
+    return sum(1 for line in prose.splitlines() if re.match(r"\d+\. ", line))
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_each_solution_is_offered_as_a_solution(built_site, lang):
+    """An exercise's solution opens with 풀이 보기 / Show solution, one per exercise; no other folded
+    cell says so, and no solution says the words of any folded code."""
+    chapters = [p for p in PAGES if p.startswith(f"{lang}/chapters/{lang}/") and p.split("/")[-1][:2].isdigit()]
+    assert len(chapters) >= 10
+    for page in chapters:
+        toggles = TOGGLE.findall(page_file(built_site, page).read_text(encoding="utf-8"))
+        solutions = [t for t in toggles if t == SOLUTION_WORDS[lang]]
+        assert len(solutions) == exercises(lang, page.split("/")[-1]), f"{page}: toggles {toggles}"
+        assert not [t for t in toggles if t in ("코드 셀 보기", "Show code cell content")], f"{page}: {toggles}"
+
+
+PLACE = re.compile(r'<span id="(s(?:\.\d+)+)"></span>')
+
+
+def test_both_languages_name_each_section_by_the_same_place(built_site):
+    """Every section under a page's title has an id that is its place (s.2.1), the same on the
+    page's counterpart: the language switch opens the other page at it (test_browser.py follows it)."""
+    problems = []
+    pairs = [p for p in PAGES if p.startswith("ko/")]
+    for page in pairs:
+        other = page.replace("ko/", "en/", 1).replace("/chapters/ko/", "/chapters/en/")
+        html = page_file(built_site, page).read_text(encoding="utf-8")
+        places = PLACE.findall(html)
+        if places != PLACE.findall(page_file(built_site, other).read_text(encoding="utf-8")):
+            problems.append(f"{page} and {other} differ: {places}")
+        if len(places) != html.count("<section") - 1:
+            problems.append(f"{page}: {html.count('<section')} sections, places {places}")
+    assert not problems, "\n".join(problems)
+    chapter = PLACE.findall(page_file(built_site, "en/chapters/en/03_batchnorm").read_text(encoding="utf-8"))
+    assert chapter[:2] == ["s.1", "s.2"] and any(p.count(".") == 2 for p in chapter), chapter
+
+
+def test_the_landing_page_says_what_the_book_is_in_each_language(built_site):
+    html = (built_site / "index.html").read_text(encoding="utf-8")
+    lines = dict(re.findall(r'<p lang="(ko|en)">([^<]+)</p>', html))
+    assert set(lines) == {"ko", "en"}, lines
+    assert HANGUL.search(lines["ko"]) and "정규화" in lines["ko"] and lines["ko"].endswith("책입니다.")
+    assert not HANGUL.search(lines["en"]) and "normalization" in lines["en"]
+    assert html.index('<p lang="en">') < html.index("<ul>"), "the line comes before the links"

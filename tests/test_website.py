@@ -91,6 +91,16 @@ def test_the_landing_page_links_each_book_and_runs_nothing():
     assert "hreflang=\"en\"" not in website.landing_page(config, ["ko"])
 
 
+def test_the_landing_page_says_in_one_line_per_language_what_the_book_is():
+    html = website.landing_page(website.load(website.CONFIG), ["ko", "en"])
+    lines = re.findall(r'<p lang="(ko|en)">([^<\n]+)</p>', html)
+    assert [lang for lang, _ in lines] == ["ko", "en"], lines
+    (_, ko), (_, en) = lines
+    assert re.search(r"[\uac00-\ud7a3]", ko) and not re.search(r"[\uac00-\ud7a3]", en)
+    assert "BatchNorm" in ko and "BatchNorm" in en and 60 < len(en) < 300
+    assert '<p lang="en">' not in website.landing_page(website.load(website.CONFIG), ["ko"])
+
+
 def test_only_a_folder_the_site_wrote_is_emptied(tmp_path):
     mine = tmp_path / "site"
     website.prepare(mine)

@@ -11,8 +11,9 @@ explorer.js and explorer.css):
   user saying what they see ("검색 Ctrl+K") did not match the name a screen reader says (WCAG 2.5.3,
   axe label-content-name-mismatch, serious);
 - myst-nb's collapsed cells: ``<summary aria-label="Toggle hidden content">`` hid its own visible
-  words ("코드 셀 보기") behind that label (same rule). The label goes; the summary is named by
-  the words it shows, and <details> says itself whether it is open;
+  words ("코드 보기") behind that label (same rule). The label goes; the summary is named by
+  the words it shows, and <details> says itself whether it is open. An exercise's solution shows
+  "풀이 보기" / "Show solution" (tools/site_pages.py), so that is its name too;
 - the bibliography (Sphinx's citation list, sphinxcontrib-bibtex): ``role="doc-biblioentry"``,
   deprecated in DPUB-ARIA 1.1 and not allowed on a <div>, so the ``role="list"`` around the entries
   had no list items (axe aria-required-children, critical). Each entry becomes ``role="listitem"``,

@@ -23,7 +23,8 @@ cell). The chapters' block kinds:
     a code cell in both languages, with optional cell tags (``nbval-ignore-output`` for
     timings, ``hide-input`` …).
 ``<!-- solution [tag ...] -->``
-    a code cell collapsed in JupyterLab and in the book (an exercise's solution).
+    a code cell collapsed in JupyterLab and in the book (an exercise's solution: tags ``hide-cell``
+    and ``solution``; the book labels its toggle 풀이 보기 / Show solution, tools/site_pages.py).
 ``<!-- caption ko|en -->``, ``<!-- alt ko|en -->``
     the caption and alt text of the figure drawn by the code cell just before.
 
@@ -160,7 +161,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
             cell = nbformat.v4.new_code_cell(code_for(b["body"], lang))
             tags = list(b["options"])
             if kind == "solution":
-                tags.append("hide-cell")
+                tags += ["hide-cell", "solution"]
                 cell.metadata["jupyter"] = {"source_hidden": True}
             if tags:
                 cell.metadata["tags"] = tags
@@ -181,13 +182,20 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
     return nb
 
 
+# Tags that change how the book shows a cell, never what it computes: adding or removing one keeps
+# the outputs (folding a plotting cell needs no re-execution). nbval's tags are not among them.
+DISPLAY_TAGS = frozenset({"hide-input", "hide-output", "hide-cell", "solution"})
+
+
 def keep_outputs(new: nbformat.NotebookNode, old: nbformat.NotebookNode) -> bool:
-    """When ``new`` has exactly ``old``'s code cells (same sources, same tags), give it ``old``'s
+    """When ``new`` has exactly ``old``'s code cells (same sources, same tags but those of
+    DISPLAY_TAGS), give it ``old``'s
     outputs and what execution stored in the notebook's metadata (the widgets' state, which the
     book's static explorers need), so a change to the prose alone (or a library link) needs no
     re-execution. Returns whether it did."""
     def code(nb):   # an install cell counts by the address it installs from, not its comments' language
-        return [(installed_from(c.source) or c.source, c.metadata.get("tags", [])) for c in nb.cells
+        return [(installed_from(c.source) or c.source,
+                 [t for t in c.metadata.get("tags", []) if t not in DISPLAY_TAGS]) for c in nb.cells
                 if c.cell_type == "code"]
     if code(new) != code(old):
         return False

@@ -7,8 +7,13 @@
   left out of the page: this build has no such page, and the header's switch leads there;
 - the glossary (one bilingual ``glossary.md``, the reference of every term) shown in the page's
   language: the title and introduction of that language, the meaning column in that language;
+- every section of a chapter given a second id that is the same in both languages, its place in
+  the page (``s.2`` the second ``##`` section, ``s.2.1`` the first ``###`` in it): the switch
+  (language-switch.html) opens the other language at the section the reader is in;
 - the words other packages write into a page without a catalogue (myst-nb's "Show code cell
-  source", sphinx-book-theme's aria-label="Main") looked up in the page language's catalogue.
+  source", sphinx-book-theme's aria-label="Main") looked up in the page language's catalogue; an
+  exercise's solution (tag ``solution``, tools/build_chapters.py) says "Show solution", not myst-nb's
+  "Show code cell content".
 
 The theme's own words come from Sphinx's and sphinx-book-theme's catalogues and, for what they
 lack, locale/<lang>/LC_MESSAGES/sphinx.po (``locale_dirs`` in _config.yml's ``languages:``).
@@ -40,7 +45,7 @@ SWITCH_TEXT = {
 # language's catalogue (locale/<lang>/LC_MESSAGES/sphinx.po) as the page is written.
 FIXED_ATTRIBUTES = ["Main", "Page"]   # (myst-nb's summary label is dropped: tools/accessibility.py)
 FIXED_TEXTS = [f"{verb} code cell {kind}" for verb in ("Show", "Hide")
-               for kind in ("source", "content", "output", "outputs")]
+               for kind in ("source", "content", "output", "outputs")] + ["Show solution", "Hide solution"]
 # ... and by scripts as the page runs (sphinx-copybutton's tooltips): site.js.
 SCRIPT_WORDS = ["Copy", "Copy to clipboard", "Copied!", "Failed to copy"]
 
@@ -69,6 +74,50 @@ def translate_fixed_words(app) -> None:
         return page
 
     app.builder.templates.render = rendered
+
+
+# --- An exercise's solution: its toggle says so -------------------------------------------------
+
+SOLUTION_WORDS = {"Show code cell content": "Show solution", "Hide code cell content": "Hide solution"}
+SOLUTION_SUMMARY = re.compile(r'(<div class="cell\b[^"]*\btag_solution\b[^"]*">\s*<details\b[^>]*>\s*'
+                              r'<summary\b[^>]*>)(.*?)(</summary>)', re.S)
+
+
+def solution_labels(body: str) -> str:
+    """A solution cell's toggle (myst-nb's ``hide-cell``: "Show code cell content") says "Show
+    solution"; the words become the page language's as the page is written (FIXED_TEXTS). The
+    summary stays named by the words it shows (tools/accessibility.py)."""
+    def relabel(m):
+        words = m.group(2)
+        for english, said in SOLUTION_WORDS.items():
+            words = words.replace(f">{english}<", f">{said}<")
+        return m.group(1) + words + m.group(3)
+    return SOLUTION_SUMMARY.sub(relabel, body)
+
+
+def label_solutions(app, pagename, templatename, context, doctree) -> None:
+    if isinstance(context.get("body"), str):
+        context["body"] = solution_labels(context["body"])
+
+
+# --- Sections named alike in both languages -----------------------------------------------------
+
+def place_ids(app, doctree, docname) -> None:
+    """Each section below a page's title gets the id ``s.<n>[.<m>...]``: its place among its
+    siblings, the same in both languages where the chapters' sections match (one source per
+    chapter; tests/test_prose_pages.py checks every page pair). Docutils ids never hold a dot,
+    so these take no id of a heading."""
+    from docutils import nodes
+
+    def number(node, prefix: str) -> None:
+        sections = [c for c in node.children if isinstance(c, nodes.section)]
+        for n, section in enumerate(sections, 1):
+            own = f"{prefix}.{n}"
+            section["ids"].append(own)
+            number(section, own)
+
+    tops = [c for c in doctree.children if isinstance(c, nodes.section)]
+    number(tops[0] if len(tops) == 1 else doctree, "s")   # one title: its sections are s.1, s.2, ...
 
 
 GLOSSARY = "glossary"
@@ -230,5 +279,7 @@ def setup(app):
     app.add_css_file("site.css")
     app.connect("source-read", localise_source)
     app.connect("html-page-context", add_switch)
+    app.connect("html-page-context", label_solutions)
+    app.connect("doctree-resolved", place_ids)
     app.connect("build-finished", script_catalogue_words)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

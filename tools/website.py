@@ -6,7 +6,8 @@ that language's overrides) and a table of contents (the root ``chapters/<lang>/i
 under ``chapters/<lang>/`` in ``_toc.yml``'s order, then the shared pages such as the glossary),
 and builds each with Jupyter Book's Sphinx build, both at once on two cores:
 
-    _build/html/index.html         the landing page: the title in each language, a link to each book
+    _build/html/index.html         the landing page: the title, one line on what the book is and a
+                                   link to the book, in each language
     _build/html/ko/...             the Korean book (its own search index, sidebar, figure numbers)
     _build/html/en/...             the English book
 
@@ -163,6 +164,8 @@ LANDING = """<!DOCTYPE html>
   a:hover, a:focus {{ background: #eef5fc; outline: 3px solid #0a5cad; outline-offset: 2px; }}
   strong {{ display: block; font-size: 1.25rem; }}
   span {{ display: block; margin-top: .25rem; color: #333; }}
+  p {{ margin: 0 0 1rem; line-height: 1.6; }}
+  ul {{ margin-top: 1.5rem; }}
   @media (prefers-color-scheme: dark) {{
     body {{ background: #121212; color: #e6e6e6; }}
     a {{ color: #9cc9f5; border-color: #6aa9e8; }}
@@ -175,6 +178,7 @@ LANDING = """<!DOCTYPE html>
 <body>
 <main>
 <h1>{heading}</h1>
+{about}
 <ul>
 {links}
 </ul>
@@ -182,6 +186,16 @@ LANDING = """<!DOCTYPE html>
 </body>
 </html>
 """
+
+
+# What the book is, in one line of each language (the landing page says it before its links).
+ABOUT = {
+    "ko": "딥러닝의 정규화 층(BatchNorm, LayerNorm, RMSNorm과 그 친척들)을 공식과 손으로 푸는 작은 예제에서 "
+          "시작해, torch.nn과 똑같이 동작하는 작은 라이브러리 normlib까지 따라가는 책입니다.",
+    "en": "A book on the normalization layers of deep learning (BatchNorm, LayerNorm, RMSNorm and their "
+          "relatives), from the formulas and small examples worked by hand to normlib, a small library "
+          "that behaves exactly like torch.nn.",
+}
 
 
 def start_page(lang: str) -> str:
@@ -199,8 +213,9 @@ def redirect(config: dict, lang: str) -> str:
 
 
 def landing_page(config: dict, built: list[str]) -> str:
-    """The site's root: the book's title in each language and a link to each book. No script,
-    no cookie, no storage: it remembers nothing, and every visit offers both languages."""
+    """The site's root: the book's title in each language, one line (ABOUT) on what it is, and a
+    link to each book. No script, no cookie, no storage: it remembers nothing, and every visit
+    offers both languages."""
     langs = languages(config)
     order = [lang for lang in langs if lang in built]
     items = []
@@ -212,10 +227,11 @@ def landing_page(config: dict, built: list[str]) -> str:
             f'<span>{html.escape(entry["title"])}</span></a></li>')
     heading = " · ".join(f'<span lang="{lang}" style="display:inline">{html.escape(langs[lang]["title"])}</span>'
                          for lang in order)
+    about = "\n".join(f'<p lang="{lang}">{html.escape(ABOUT[lang])}</p>' for lang in order if lang in ABOUT)
     first = order[0]
     font = f"{first}/_static/offline/nanum-gothic.css"
     return LANDING.format(first=first, title=html.escape(" · ".join(langs[lang]["title"] for lang in order)),
-                          heading=heading, links="\n".join(items),
+                          heading=heading, about=about, links="\n".join(items),
                           favicon=f"{first}/_static/" + Path(config["html"]["favicon"]).name,
                           font_css=font)
 
