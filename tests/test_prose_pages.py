@@ -100,11 +100,13 @@ def myst_cell(tags: list[str], words: str = "content") -> str:
 
 
 def test_a_solutions_toggle_says_solution_and_other_folded_cells_keep_theirs():
-    body = myst_cell(["hide-cell"]) + myst_cell(["hide-cell", "solution"]) + myst_cell(["hide-input"], "source")
+    body = (myst_cell(["hide-cell"]) + myst_cell(["hide-cell", "solution"]) + myst_cell(["hide-input"], "source")
+            + myst_cell(["hide-cell", "solution"]))
     out = pages.solution_labels(body)
-    plain, solution, folded = out.split('<div class="cell ')[1:]
+    plain, first, folded, second = out.split('<div class="cell ')[1:]
     assert ">Show code cell content<" in plain and ">Hide code cell content<" in plain
-    assert ">Show solution<" in solution and ">Hide solution<" in solution and "code cell" not in solution
+    assert ">Show solution 1<" in first and ">Hide solution 1<" in first and "code cell" not in first
+    assert ">Show solution 2<" in second and ">Hide solution 2<" in second
     assert ">Show code cell source<" in folded
     assert pages.solution_labels(out) == out
 

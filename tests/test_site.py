@@ -227,7 +227,7 @@ def test_the_landing_page_offers_both_books_and_remembers_nothing(built_site):
 # --- Chapters that read as prose (issue 29, point 5; the notebooks' side: test_prose_pages.py) ----
 
 TOGGLE = re.compile(r'<p class="collapsed admonition-title">([^<]*)</p>')
-SOLUTION_WORDS = {"ko": "풀이 보기", "en": "Show solution"}
+SOLUTION_WORDS = {"ko": re.compile(r"(\d+)번 풀이 보기"), "en": re.compile(r"Show solution (\d+)")}
 
 
 def exercises(lang: str, stem: str) -> int:
@@ -244,14 +244,14 @@ def exercises(lang: str, stem: str) -> int:
 
 @pytest.mark.parametrize("lang", ["ko", "en"])
 def test_each_solution_is_offered_as_a_solution(built_site, lang):
-    """An exercise's solution opens with 풀이 보기 / Show solution, one per exercise; no other folded
-    cell says so, and no solution says the words of any folded code."""
+    """An exercise's solution opens with "2번 풀이 보기" / "Show solution 2", numbered as the
+    exercises; no other folded cell says so, and no solution says the words of any folded code."""
     chapters = [p for p in PAGES if p.startswith(f"{lang}/chapters/{lang}/") and p.split("/")[-1][:2].isdigit()]
     assert len(chapters) >= 10
     for page in chapters:
         toggles = TOGGLE.findall(page_file(built_site, page).read_text(encoding="utf-8"))
-        solutions = [t for t in toggles if t == SOLUTION_WORDS[lang]]
-        assert len(solutions) == exercises(lang, page.split("/")[-1]), f"{page}: toggles {toggles}"
+        numbers = [int(m.group(1)) for t in toggles if (m := SOLUTION_WORDS[lang].fullmatch(t))]
+        assert numbers == list(range(1, exercises(lang, page.split("/")[-1]) + 1)), f"{page}: toggles {toggles}"
         assert not [t for t in toggles if t in ("코드 셀 보기", "Show code cell content")], f"{page}: {toggles}"
 
 

@@ -166,7 +166,8 @@ def test_the_korean_catalogue_translates_every_word_the_site_looks_up():
     """Every English word tools/site_pages.py writes through the catalogue has a Korean entry."""
     po = (ROOT / "locale" / "ko" / "LC_MESSAGES" / "sphinx.po").read_text(encoding="utf-8")
     entries = dict(re.findall(r'^msgid "(.+)"\nmsgstr "(.*)"$', po, re.MULTILINE))
-    needed = pages.FIXED_ATTRIBUTES + pages.FIXED_TEXTS + pages.SCRIPT_WORDS + ["Search this book..."]
+    needed = (pages.FIXED_ATTRIBUTES + pages.FIXED_TEXTS + pages.SCRIPT_WORDS + ["Search this book..."]
+              + list(pages.SOLUTION_WORDS.values()))
     missing = [w for w in needed if not entries.get(w)]
     assert not missing, f"no Korean for {missing} in locale/ko/LC_MESSAGES/sphinx.po"
     untranslated = [k for k, v in entries.items() if not re.search(r"[\uac00-\ud7a3]", v) and "%(" not in v]

@@ -12,8 +12,8 @@
   (language-switch.html) opens the other language at the section the reader is in;
 - the words other packages write into a page without a catalogue (myst-nb's "Show code cell
   source", sphinx-book-theme's aria-label="Main") looked up in the page language's catalogue; an
-  exercise's solution (tag ``solution``, tools/build_chapters.py) says "Show solution", not myst-nb's
-  "Show code cell content".
+  exercise's solution (tag ``solution``, tools/build_chapters.py) says "Show solution 1" (2번 풀이
+  보기), not myst-nb's "Show code cell content".
 
 The theme's own words come from Sphinx's and sphinx-book-theme's catalogues and, for what they
 lack, locale/<lang>/LC_MESSAGES/sphinx.po (``locale_dirs`` in _config.yml's ``languages:``).
@@ -45,7 +45,7 @@ SWITCH_TEXT = {
 # language's catalogue (locale/<lang>/LC_MESSAGES/sphinx.po) as the page is written.
 FIXED_ATTRIBUTES = ["Main", "Page"]   # (myst-nb's summary label is dropped: tools/accessibility.py)
 FIXED_TEXTS = [f"{verb} code cell {kind}" for verb in ("Show", "Hide")
-               for kind in ("source", "content", "output", "outputs")] + ["Show solution", "Hide solution"]
+               for kind in ("source", "content", "output", "outputs")]
 # ... and by scripts as the page runs (sphinx-copybutton's tooltips): site.js.
 SCRIPT_WORDS = ["Copy", "Copy to clipboard", "Copied!", "Failed to copy"]
 
@@ -78,19 +78,21 @@ def translate_fixed_words(app) -> None:
 
 # --- An exercise's solution: its toggle says so -------------------------------------------------
 
-SOLUTION_WORDS = {"Show code cell content": "Show solution", "Hide code cell content": "Hide solution"}
+SOLUTION_WORDS = {"Show code cell content": "Show solution %(n)s", "Hide code cell content": "Hide solution %(n)s"}
 SOLUTION_SUMMARY = re.compile(r'(<div class="cell\b[^"]*\btag_solution\b[^"]*">\s*<details\b[^>]*>\s*'
                               r'<summary\b[^>]*>)(.*?)(</summary>)', re.S)
 
 
 def solution_labels(body: str) -> str:
     """A solution cell's toggle (myst-nb's ``hide-cell``: "Show code cell content") says "Show
-    solution"; the words become the page language's as the page is written (FIXED_TEXTS). The
-    summary stays named by the words it shows (tools/accessibility.py)."""
+    solution 2" (the page's second solution: exercise 2's), in the page's language (locale/: "2번
+    풀이 보기"). The summary stays named by the words it shows (tools/accessibility.py)."""
+    count = iter(range(1, 1000))
+
     def relabel(m):
-        words = m.group(2)
+        words, n = m.group(2), next(count)
         for english, said in SOLUTION_WORDS.items():
-            words = words.replace(f">{english}<", f">{said}<")
+            words = words.replace(f">{english}<", f">{str(_(said)) % {'n': n}}<")
         return m.group(1) + words + m.group(3)
     return SOLUTION_SUMMARY.sub(relabel, body)
 
