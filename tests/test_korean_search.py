@@ -14,6 +14,7 @@ The real site in the real browser: tests/test_search.py.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from hypothesis import strategies as st
 from helpers import ROOT, unavailable
 from tools import korean_search
 from tools.korean_search import split_for_index, split_query
+from tools.search_recall import SPACED
 
 NODE = shutil.which("node")
 
@@ -49,11 +51,15 @@ def node(script: str, payload) -> object:
     ("정규화", ["정규", "규화"], ["정", "규", "화"]),
     ("정규화는", ["정규", "규화", "화는"], ["정", "규", "화", "는"]),
     ("층", ["층"], []),
-    ("층을 쌓습니다.", ["층을", "쌓습", "습니", "니다"], ["층", "을", "쌓", "습", "니", "다"]),
-    ("이동 평균", ["이동", "평균"], ["이", "동", "평", "균"]),
+    ("층을 쌓습니다.", ["층을", "쌓습", "습니", "니다"], ["층", "을", "쌓", "습", "니", "다", "을쌓"]),
+    ("이동 평균", ["이동", "평균"], ["이", "동", "평", "균", "동평"]),
+    ("평균과  분산", ["평균", "균과", "분산"], ["평", "균", "과", "분", "산", "과분"]),
+    ("층\n정규화", ["층", "정규", "규화"], ["정", "규", "화", "층정"]),
+    ("배치. 정규화", ["배치", "정규", "규화"], ["배", "치", "정", "규", "화"]),     # not across a full stop
+    ("배치 BatchNorm 정규화", ["배치", "BatchNorm", "정규", "규화"], ["배", "치", "정", "규", "화"]),
     ("0입니다", ["0", "입니", "니다"], ["입", "니", "다"]),
     ("BatchNorm의 eps=1e-5", ["BatchNorm", "의", "eps", "1e", "5"], []),
-    ("running_mean을 봅니다", ["running_mean", "을", "봅니", "니다"], ["봅", "니", "다"]),
+    ("running_mean을 봅니다", ["running_mean", "을", "봅니", "니다"], ["봅", "니", "다", "을봅"]),
     ("γ와 β", ["γ", "와", "β"], []),
     ("(N, C, H, W)", ["N", "C", "H", "W"], []),
     ("x\u0302 = 1", ["x", "1"], []),                 # a combining hat is no word character
@@ -83,6 +89,46 @@ def test_any_piece_of_a_run_is_found_in_the_run(run, data):
     stop = data.draw(st.integers(start + 1, len(run)))
     noun = run[start:stop]
     assert set(split_query(noun)) <= set(split_for_index(f"앞 {run}, 뒤"))
+
+
+@given(a=st.text(syllables, min_size=1, max_size=6), b=st.text(syllables, min_size=1, max_size=6),
+       space=st.sampled_from([" ", "  ", "\n", "\t", "\u00a0", " \n "]), data=st.data())
+def test_an_unspaced_compound_is_found_where_it_is_written_with_a_space(a, b, space, data):
+    """배치정규화 typed needs only terms that "배치 정규화" stores, also when Sphinx hands the
+    text over in two nodes (**배치** 정규화) cut anywhere in the space."""
+    text = f"앞, {a}{space}{b} 뒤"
+    assert set(split_query(a + b)) <= set(split_for_index(text))
+    cut = data.draw(st.integers(len(f"앞, {a}"), len(f"앞, {a}{space}")))
+    lang = korean_search.SearchKorean({})
+    stored = lang.split(text[:cut]) + lang.split(text[cut:])
+    assert set(split_query(a + b)) <= set(stored)
+
+
+def test_no_pair_across_two_nodes_without_space_nor_across_two_pages():
+    lang = korean_search.SearchKorean({})
+    lang.split("배치 정규화")
+    assert "화배" not in lang.split("배치 정규화"), "a title is split as itself, then as its text"
+    lang.split("정규화 ")
+
+    class Builder:
+        indexer = type("Indexer", (), {"lang": lang})
+
+    korean_search.new_document(type("App", (), {"builder": Builder})(), None, "next")
+    assert lang.split("층") == ["층"], "the first word of a page is paired with the last of the one before"
+
+
+@pytest.mark.parametrize("query, known, terms", [
+    ("층정규화", {"정규", "규화"}, ["층", "정규", "규화"]),                  # no page held 층정
+    ("층정규화", {"층정", "정규", "규화"}, ["층정", "정규", "규화"]),
+    ("평균분산", {"평균", "균과", "분산"}, ["평균", "분산"]),
+    ("평균과분산", {"평균", "균과", "분산"}, ["평균", "균과", "분산"]),       # as 평균과 분산
+    ("배치정규화층", {"배치", "정규", "규화"}, ["배치", "정규", "규화", "층"]),
+    ("가나다", set(), ["가나", "나다"]),                                  # not in the book: left whole
+    ("층정규화", None, ["층정", "정규", "규화"]),                          # no index loaded
+    ("RMS정규화 eps", {"정규"}, ["RMS", "정규", "화", "eps"]),
+])
+def test_a_query_is_cut_where_no_page_holds_its_pair(query, known, terms):
+    assert split_query(query, known) == terms
 
 
 # --- The browser's split equals Python's --------------------------------------------------------
@@ -116,14 +162,105 @@ def test_the_browser_split_equals_the_python_split():
     assert any(len(t) == 2 and "\uac00" <= t[0] <= "\ud7a3" for terms in js for t in terms)
 
 
+JS_CUT = "const vm = require('vm'); vm.runInThisContext(%s);" + textwrap.dedent("""
+    let input = ''; process.stdin.on('data', d => input += d);
+    process.stdin.on('end', () => {
+      const {index, queries} = JSON.parse(input);
+      vm.runInThisContext('var Search = {_index: ' + JSON.stringify(index) + '};');
+      console.log(JSON.stringify(queries.map(splitQuery)));
+    });
+""")
+
+
+def test_the_browser_cut_equals_the_python_cut():
+    """With an index loaded, the browser cuts a query where Python does: the index is the Korean
+    chapters' own terms (half of them as title terms), the queries the chapters' lines without
+    their spaces (정규화층은어디에두는가) and the recall table's un-spaced queries."""
+    lines = [line for line in chapter_lines() if re.search("[\uac00-\ud7a3]", line)]
+    terms = sorted({t for line in lines[::2] for t in split_for_index(line)})
+    index = {"terms": dict.fromkeys(terms[::2], 0), "titleterms": dict.fromkeys(terms[1::2], 0)}
+    queries = AWKWARD + list(SPACED) + ["평균분산", "층정"] + [re.sub(r"\s+", "", line) for line in lines[1::2]]
+    js = node(JS_CUT % json.dumps(korean_search.JS_SPLITTER), {"index": index, "queries": queries})
+    differ = [(q, j, split_query(q, terms)) for q, j in zip(queries, js) if j != split_query(q, set(terms))]
+    assert not differ, "\n".join(f"{q!r}: browser {j}, Python {p}" for q, j, p in differ[:10])
+    assert sum(j != split_query(q) for q, j in zip(queries, js)) > 100, "hardly any query was cut"
+
+
+# --- Result snippets (JS_SNIPPET's functions without a page; the real pages: tests/test_search.py) --
+
+JS_SNIPPET_CALLS = "const vm = require('vm'); vm.runInThisContext(%s);" + textwrap.dedent("""
+    let input = ''; process.stdin.on('data', d => input += d);
+    process.stdin.on('end', () => console.log(JSON.stringify(JSON.parse(input).map(
+      ([f, args]) => searchSnippet[f](...args)))));
+""")
+
+
+def snippet_calls(calls: list) -> list:
+    return node(JS_SNIPPET_CALLS % json.dumps(korean_search.JS_SNIPPET), calls)
+
+
+@pytest.mark.parametrize("tex, text", [
+    (r"\(x\)", "x"),
+    (r"\(\hat{x}_i\)", "x\u0302_i"),
+    (r"\(\hat\sigma_c^2\)", "σ\u0302_c^2"),
+    (r"\(\mu_c = \frac{1}{N}\sum_n x_{nc}\)", "μ_c = 1/NΣ_n x_nc"),
+    (r"\(1/\sqrt{\sigma^2+\epsilon}\)", "1/√(σ^2+ε)"),
+    (r"\(\operatorname{mean}(g) = 0.3333\)", "mean(g) = 0.3333"),
+    (r"\(h = 10^{-6}\)", "h = 10^(-6)"),
+    (r"\(x_1, \dots, x_n\)", "x_1, …, x_n"),
+    (r"\(\gamma \odot \tanh(\alpha x) + \beta\)", "γ ⊙ tanh(α x) + β"),
+    (r"\(a \\ b\)", "…"),                                     # what it cannot read
+])
+def test_inline_math_reads_as_plain_symbols(tex, text):
+    assert snippet_calls([["mathText", [tex]]]) == [text]
+
+
+def test_the_book_has_no_inline_formula_left_as_latex():
+    """Every inline formula of the Korean chapters reads without a backslash, a brace or a dollar."""
+    formulas = sorted({m for path in (ROOT / "chapters" / "ko").glob("*.ipynb")
+                       for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "markdown"
+                       for m in re.findall(r"(?<![$\\])\$([^$\n]+)\$(?!\$)", cell.source)})
+    assert len(formulas) > 100, "the chapters' inline math was not found"
+    texts = snippet_calls([["mathText", [f"\\({f}\\)"]] for f in formulas])
+    left = [(f, t) for f, t in zip(formulas, texts) if re.search(r"[\\{}$]", t)]
+    assert not left, left[:10]
+
+
+BLOCKS = {"prose": ["배치 정규화(BatchNorm)는 특성마다 평균과 분산을 구합니다. 그다음 γ와 β를 곱하고 더합니다.",
+                    "이동 평균은 평가 모드에서 씁니다. 평균과 분산의 이동 평균을 모아 둡니다.",
+                    "평균과 분산"],                      # a heading: the blocks put headings last
+          "code": ["x.mean(0)  # 배치정규화의 평균"]}
+
+
+@pytest.mark.parametrize("query, sentence", [
+    ("배치정규화", "배치 정규화(BatchNorm)는 특성마다 평균과 분산을 구합니다."),     # spaced on the page
+    ("평균과분산", "배치 정규화(BatchNorm)는 특성마다 평균과 분산을 구합니다."),     # first of the best
+    ("이동평균", "이동 평균은 평가 모드에서 씁니다."),
+    ("평가", "이동 평균은 평가 모드에서 씁니다."),
+    ("곱하고", "그다음 γ와 β를 곱하고 더합니다."),
+    ("mean", "x.mean(0) # 배치정규화의 평균"),                                 # code only when no prose holds it
+    ("없는말", None),
+])
+def test_the_snippet_is_the_sentence_holding_the_query(query, sentence):
+    terms = [t for t in split_query(query.lower())]
+    assert snippet_calls([["best", [BLOCKS, query, terms]]]) == [sentence]
+
+
+def test_a_long_sentence_is_cut_around_the_query():
+    long = "가" * 300 + " 배치 정규화 " + "나" * 300
+    [cut] = snippet_calls([["cut", [long, "배치정규화", 240]]])
+    assert cut.startswith("…") and cut.endswith("…") and "배치 정규화" in cut and len(cut) <= 242
+
+
 # --- A tiny book, searched with the searchtools.js Sphinx ships ---------------------------------
 
 PAGES = {
-    "index": "작은 책\n=======\n\n.. toctree::\n\n   a\n   b\n   c\n   d\n",
+    "index": "작은 책\n=======\n\n.. toctree::\n\n   a\n   b\n   c\n   d\n   e\n",
     "a": "가\n==\n\n정규화는 평균을 빼고 표준편차로 나눕니다. 층을 지나면 이동평균이 바뀝니다.\n",
     "b": "나\n==\n\n층 정규화를 배치 크기와 상관없이 씁니다. RMSNorm도 있습니다.\n",
     "c": "다\n==\n\n배치정규화된 값의 분산은 1입니다.\n",
     "d": "라\n==\n\nThe running mean of BatchNorm layers. 분포가 바뀝니다.\n",
+    "e": "마\n==\n\n**배치** 정규화는 평균과 분산을 씁니다. 이동 평균도 모읍니다.\n",
 }
 
 SEARCH = textwrap.dedent("""
@@ -147,8 +284,12 @@ SEARCH = textwrap.dedent("""
     });
 """)
 
-QUERIES = {"정규화": ["a", "b", "c"], "층": ["a", "b"], "이동 평균": ["a"], "배치 크기": ["b"],
-           "분산": ["c"], "표준편차": ["a"], "batchnorm": ["d"], "rmsnorm": ["b"], "running mean": ["d"]}
+QUERIES = {"정규화": ["a", "b", "c", "e"], "층": ["a", "b"], "이동 평균": ["a", "e"], "배치 크기": ["b"],
+           "분산": ["c", "e"], "표준편차": ["a"], "batchnorm": ["d"], "rmsnorm": ["b"], "running mean": ["d"]}
+# Typed without their spaces: found where the page writes the space, also across two text nodes
+# (**배치** 정규화); 평균분산 is written nowhere in the book, with or without a space: cut in two.
+UNSPACED = {"배치정규화": ["c", "e"], "이동평균": ["a", "e"], "층정규화": ["b"], "평균과분산": ["e"],
+            "평균분산": ["e"], "배치크기": ["b"]}
 
 
 def build_tiny_book(tmp: Path, extensions: list[str]) -> Path:
@@ -182,8 +323,12 @@ def test_a_noun_is_found_with_any_particle_attached(tiny_books):
     assert search(out, QUERIES) == QUERIES
 
 
+def test_a_compound_typed_without_its_space_is_found(tiny_books):
+    assert search(tiny_books["korean_search"], UNSPACED) == UNSPACED
+
+
 def test_without_the_extension_the_tiny_book_misses_them(tiny_books):
     """The measurement above can fail: Sphinx's own split misses pages for most of the queries."""
-    found = search(tiny_books[None], QUERIES)
-    missed = [q for q, pages in QUERIES.items() if found[q] != pages]
-    assert {"층", "이동 평균", "배치 크기", "분산"} <= set(missed), found
+    found = search(tiny_books[None], QUERIES | UNSPACED)
+    missed = [q for q, pages in (QUERIES | UNSPACED).items() if found[q] != pages]
+    assert {"층", "이동 평균", "배치 크기", "분산", *UNSPACED} <= set(missed), found

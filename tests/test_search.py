@@ -4,6 +4,11 @@ search box of a book's search.html and Enter pressed; the result links are count
 - Every Korean query (tools/search_recall.py's KOREAN_QUERIES: 정규화, 분산, 이동 평균, 배치 크기,
   층, ...) lists every Korean chapter page whose article text holds it, whatever particle or
   ending is attached (recall 100%), and lists only pages of the Korean book.
+- A compound typed without its space (tools/search_recall.py's SPACED: 배치정규화, 층정규화,
+  평균과분산, 이동평균, ...) lists every chapter holding its spaced form, written either way: its
+  recall equals its spaced form's, 100%.
+- Every listed Korean result shows, as its excerpt, a sentence of the page: no LaTeX source, no
+  run of the page's hidden print outline, and on a chapter holding the query a sentence holding it.
 - Every English query does the same in the English book.
 - The Korean book's search page runs the Korean split (tools/korean_search.py); no request leaves
   127.0.0.1.
@@ -21,7 +26,7 @@ import pytest
 
 from tools.korean_search import JS_SPLITTER
 from tools.local_site import isolated_context, serve
-from tools.search_recall import ENGLISH_QUERIES, KOREAN_QUERIES, book_of, search_row
+from tools.search_recall import ENGLISH_QUERIES, KOREAN_QUERIES, SPACED, book_of, search_row
 
 pytestmark = pytest.mark.browser      # and so slow (tests/conftest.py)
 
@@ -37,8 +42,8 @@ def search(browser, offline_site):
         cache = {}
 
         def run(lang: str, query: str):
-            if (lang, query) not in cache:
-                cache[lang, query] = search_row(page, url, book_of(offline_site, lang), query)
+            if (lang, query) not in cache:       # the Korean excerpts checked too (test_a_korean_excerpt_...)
+                cache[lang, query] = search_row(page, url, book_of(offline_site, lang), query, snippets=lang == "ko")
             return cache[lang, query]
 
         run.seen = seen
@@ -58,6 +63,24 @@ def check(row, lang: str):
 @pytest.mark.parametrize("query", KOREAN_QUERIES)
 def test_a_korean_query_finds_every_korean_chapter_holding_it(search, query):
     check(search("ko", query), "ko")
+
+
+@pytest.mark.parametrize("query", sorted(SPACED))
+def test_a_korean_compound_typed_without_its_space_finds_what_its_spaced_form_finds(search, query):
+    unspaced, spaced = search("ko", query), search("ko", SPACED[query])
+    assert unspaced.holding == spaced.holding and spaced.holding
+    recall = [len(r.holding) - len(r.missed) for r in (unspaced, spaced)]
+    assert recall[0] == recall[1] == len(spaced.holding), (
+        f"{query!r} finds {recall[0]} of the {len(spaced.holding)} chapters holding {SPACED[query]!r} "
+        f"(missed {unspaced.missed}); the spaced form finds {recall[1]}")
+
+
+@pytest.mark.parametrize("query", KOREAN_QUERIES)
+def test_a_korean_excerpt_shows_the_sentence_holding_the_query(search, query):
+    row = search("ko", query)
+    assert set(row.faults) == set(row.found), "some result showed no excerpt"
+    bad = {page: faults for page, faults in row.faults.items() if faults}
+    assert not bad, f"{query!r}: excerpts at fault: {bad}"
 
 
 @pytest.mark.parametrize("query", ENGLISH_QUERIES)

@@ -2,9 +2,11 @@
 
 For each query: the chapter pages whose article text holds it (every word of the query, in order,
 with or without the space between them, whatever particle or ending follows: 정규화 is held by
-"정규화는" and "정규화된"), and the pages the book's search lists when the query is typed into
+"정규화는" and "정규화된"; a compound typed without its space, 배치정규화, is held where its spaced
+form 배치 정규화 is, written either way), and the pages the book's search lists when the query is typed into
 its search page's box and Enter is pressed. Recall is the share of the pages holding the query
-that the search lists.
+that the search lists. Each listed result's excerpt is checked too: it must show no LaTeX source,
+no run of the page's hidden print outline and, on a page holding the query, a sentence holding it.
 
     python -m tools.search_recall SITE_DIR                      # Korean and English tables
     python -m tools.search_recall SITE_DIR --before OLD_SITE    # the same queries on an older build too
@@ -20,7 +22,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -29,8 +31,16 @@ from bs4 import BeautifulSoup
 
 from tools.local_site import isolated_context, launch_chromium, serve
 
+# A Korean reader often writes a compound without its space (배치정규화 for 배치 정규화), and a
+# noun and its particle with the next noun (평균과분산 for 평균과 분산). Each such query is held by
+# the pages holding its spaced form (with or without the space, see holds) and must find all of them.
+SPACED = {"배치정규화": "배치 정규화", "층정규화": "층 정규화", "평균과분산": "평균과 분산", "이동평균": "이동 평균",
+          "배치크기": "배치 크기", "이동통계": "이동 통계", "사전정규화": "사전 정규화", "잔차연결": "잔차 연결",
+          "평가모드": "평가 모드", "정규화층": "정규화 층"}
 KOREAN_QUERIES = ["정규화", "분산", "평균", "이동 평균", "역전파", "기울기", "모멘텀", "배치 크기", "채널",
-                  "표준편차", "통계", "특성", "샘플", "학습", "추론", "층", "매개변수", "잔차 연결", "합성곱"]
+                  "표준편차", "통계", "특성", "샘플", "학습", "추론", "층", "매개변수", "잔차 연결", "합성곱",
+                  "배치 정규화", "층 정규화", "평균과 분산", "이동 통계", "사전 정규화", "평가 모드", "정규화 층",
+                  *SPACED]
 ENGLISH_QUERIES = ["normalization", "variance", "running mean", "backward", "gradient", "momentum",
                    "batch size", "channel", "standard deviation", "statistics", "feature", "residual"]
 QUERIES = {"ko": KOREAN_QUERIES, "en": ENGLISH_QUERIES}
@@ -89,6 +99,8 @@ def holds(text: str, query: str) -> bool:
 
 
 def pages_holding(book: Book, query: str) -> list[str]:
+    """The chapters holding ``query``, or its spaced form when it is a compound written without one."""
+    query = SPACED.get(query, query)
     return [d for d in book.chapters() if holds(article_text(book.root / f"{d}.html"), query)]
 
 
@@ -106,6 +118,41 @@ def typed_search(page, search_url: str, query: str, timeout_ms: int = 20_000) ->
     page.wait_for_function(SEARCH_DONE, timeout=timeout_ms)
     hrefs = page.eval_on_selector_all("#search-results ul.search li > a", "links => links.map(a => a.href)")
     return [h.split("#")[0] for h in hrefs]
+
+
+# Each result's excerpt (searchtools.js fetches the page and adds a p.context to its item).
+SNIPPETS_SHOWN = """() => [...document.querySelectorAll('#search-results ul.search li')]
+  .every(li => li.querySelector('p.context') !== null)"""
+LATEX = re.compile(r"\\[A-Za-z()\[\]]|\$")
+
+
+def shown_snippets(page, timeout_ms: int = 20_000) -> list[tuple[str, str]]:
+    """(link, excerpt) of each listed result, anchors dropped, once every excerpt is shown."""
+    page.wait_for_function(SNIPPETS_SHOWN, timeout=timeout_ms)
+    return page.eval_on_selector_all("#search-results ul.search li", """items => items.map(li =>
+      [li.querySelector('a').href.split('#')[0], li.querySelector('p.context').textContent])""")
+
+
+@cache
+def outline_of(page: Path) -> list[str]:
+    """The entries of a built page's print outline (the title and table of contents it prints, hidden
+    on screen), white space squeezed."""
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    return [" ".join(t.split()) for el in soup.select(".onlyprint") for t in el.stripped_strings]
+
+
+def snippet_faults(book: Book, docname: str, query: str, snippet: str, holding: bool) -> list[str]:
+    """What is wrong with the excerpt shown for ``docname``: LaTeX source, two entries in a row of
+    the page's hidden print outline, or (on a page holding the query) no sentence holding it."""
+    text = " ".join(snippet.split())
+    faults = ["LaTeX"] if LATEX.search(text) else []
+    page = book.root / f"{docname}.html"
+    outline = outline_of(page) if page.exists() else []
+    if any(f"{a} {b}" in text for a, b in zip(outline, outline[1:])):
+        faults.append("print outline")
+    if holding and not holds(text, SPACED.get(query, query)):
+        faults.append("not the query's sentence")
+    return faults
 
 
 def docnames_of(book: Book, base_url: str, hrefs: list[str]) -> list[str]:
@@ -128,6 +175,7 @@ class Row:
     lang: str
     holding: list[str]       # chapter pages whose text holds the query
     found: list[str]         # pages the search lists (any page)
+    faults: dict[str, list[str]] = field(default_factory=dict)   # listed page -> its excerpt's faults
 
     @property
     def missed(self) -> list[str]:
@@ -139,17 +187,22 @@ class Row:
         return [d for d in self.found if d not in self.holding]
 
 
-def search_row(page, base_url: str, book: Book, query: str) -> Row:
+def search_row(page, base_url: str, book: Book, query: str, snippets: bool = False) -> Row:
     """``query`` typed into ``book``'s search page in ``page`` (a Playwright page) and the chapters
-    holding it; ``base_url`` is the site's URL."""
+    holding it; ``base_url`` is the site's URL. With ``snippets``, each listed excerpt's faults too."""
     hrefs = typed_search(page, f"{base_url}/{book.path}search.html", query)
-    return Row(query, book.lang, pages_holding(book, query), docnames_of(book, base_url, hrefs))
+    row = Row(query, book.lang, pages_holding(book, query), docnames_of(book, base_url, hrefs))
+    if snippets:
+        for href, text in shown_snippets(page):
+            [name] = docnames_of(book, base_url, [href])
+            row.faults[name] = snippet_faults(book, name, query, text, name in row.holding)
+    return row
 
 
 def measure(context, base_url: str, book: Book, queries: list[str]) -> list[Row]:
     """One Row per query, in a new page of ``context`` (a Playwright browser context)."""
     page = context.new_page()
-    rows = [search_row(page, base_url, book, q) for q in queries]
+    rows = [search_row(page, base_url, book, q, snippets=True) for q in queries]
     page.close()
     return rows
 
@@ -167,25 +220,36 @@ def cells(r: Row) -> list[str]:
     found = f"{len(r.holding) - len(r.missed)}/{len(r.holding)}"
     if r.missed:
         found += " (missed " + " ".join(short(d, r.lang) for d in r.missed) + ")"
-    return [found, " ".join(short(d, r.lang) for d in r.others) or "-"]
+    return [found, " ".join(short(d, r.lang) for d in r.others) or "-", fault_cell([r])]
+
+
+def fault_cell(rows: list[Row]) -> str:
+    """How many listed excerpts have a fault, of how many, and which faults: "2/13 (LaTeX 2)"."""
+    faults = [f for r in rows for fs in r.faults.values() for f in fs]
+    bad = sum(1 for r in rows for fs in r.faults.values() if fs)
+    kinds = ", ".join(f"{k} {faults.count(k)}" for k in dict.fromkeys(faults))
+    return f"{bad}/{sum(len(r.faults) for r in rows)}" + (f" ({kinds})" if kinds else "")
 
 
 def table(rows: list[Row], before: list[Row] | None = None) -> str:
     """A Markdown table: per query, the chapter pages holding it, how many of them the search found,
-    and which other pages it listed; the same for ``before`` (an older build) when given."""
-    head = ["query", "chapters holding it", "found", "other pages listed"]
+    which other pages it listed and how many of the listed excerpts are at fault (snippet_faults);
+    the same for ``before`` (an older build) when given."""
+    head = ["query", "chapters holding it", "found", "other pages listed", "excerpts at fault"]
     if before:
-        head += ["found before", "other pages listed before"]
+        head += ["found before", "other pages listed before", "excerpts at fault before"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, r in enumerate(rows):
-        row = [r.query, f"{len(r.holding)} ({' '.join(short(d, r.lang) for d in r.holding)})"] + cells(r)
+        query = f"{r.query} (= {SPACED[r.query]})" if r.query in SPACED else r.query
+        row = [query, f"{len(r.holding)} ({' '.join(short(d, r.lang) for d in r.holding)})"] + cells(r)
         if before:
             row += cells(before[i])
         lines.append("| " + " | ".join(row) + " |")
 
     def total(rs):
         pairs = sum(len(r.holding) for r in rs)
-        return [f"{pairs - sum(len(r.missed) for r in rs)}/{pairs}", f"{sum(len(r.others) for r in rs)} listings"]
+        return [f"{pairs - sum(len(r.missed) for r in rs)}/{pairs}", f"{sum(len(r.others) for r in rs)} listings",
+                fault_cell(rs)]
 
     row = [f"all {len(rows)} queries", f"{sum(len(r.holding) for r in rows)} pairs"] + total(rows)
     if before:
