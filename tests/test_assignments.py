@@ -684,7 +684,8 @@ def test_the_moodle_zip_is_filed_by_make_collect(course, graded):
     assert f"{moodle_prefix('raises')}과제2.zip/과제2/02_batchnorm.ipynb" in out
     assert "2 files ignored (.ipynb_checkpoints, __MACOSX)" in out
     assert "no submission yet from 2 students of students.csv: absent 김수민, tardy 한시우" in out
-    assert f"/<student>/{CLASS}/: {len(ZIPPED)} new, 0 replaced, 0 unchanged. Next: make autograde" in out
+    assert f"/<student>/{CLASS}/: {len(ZIPPED)} new, 0 replaced, 0 unchanged. Next: make autograde ASSIGNMENTS={CLASS} " \
+        f"COURSE={classroom.shown(course, ROOT)}" in out
 
 
 def test_autograding_says_each_student_as_it_finishes(course, graded):
@@ -735,7 +736,7 @@ def test_a_late_zip_replaces_only_its_students_and_only_they_are_regraded(course
     assert f"{FOLD}: every submission is graded and unchanged since" in console
     for student in ("deaf", "gutted"):
         assert re.search(rf"PROBLEM {student}/{CLASS}: .* \(not tried again: unchanged since it failed\)\n"
-                         r"  what to do: .*; to try it as it is: .*autograde.* --force", console), console[-3000:]
+                         r"  what to do: .*; to try it as it is: .*autograde.*(--force|FORCE=1)", console), console[-3000:]
     assert "new: " in console and "tardy/02_batchnorm_ko/02_batchnorm.html" in console
     assert "changed: " in console and "redo/02_batchnorm_ko/02_batchnorm.html" in console
 

@@ -52,6 +52,7 @@ from pathlib import Path, PurePosixPath
 from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 
 from tools import roster as rosters
+from tools.classroom import shown
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "assignments"
@@ -304,14 +305,6 @@ def _file_name(entry: Entry, fmt: _Pattern) -> str:
     return name if name.endswith(suffix) else name + suffix
 
 
-def shown(path: Path) -> str:
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return relative if len(relative) <= len(str(path)) else str(path)
-
-
 def released_notebooks(course: Path, assignment: str) -> list[str]:
     for folder in ("release", "source"):
         names = sorted(p.name for p in (course / folder / assignment).glob("*.ipynb"))
@@ -446,14 +439,19 @@ def manifest(course: Path, assignment: str) -> dict[str, dict]:
         return {r["student_id"]: r for r in csv.DictReader(f)}
 
 
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: Hangul and other wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def print_report(report: Collected, source: Path, assignment: str, course: Path, again: str) -> None:
     students = len({p.student.id for p in report.placed})
     print(f"{shown(source)}: {report.platform}; {students} students' notebooks for {assignment}"
           + (f"; {report.ignored} files ignored (.ipynb_checkpoints, __MACOSX)" if report.ignored else ""))
-    width = max([len(p.entry.path) for p in report.placed] + [4])
+    width = max([_width(p.entry.path) for p in report.placed] + [4])
     for p in sorted(report.placed, key=lambda p: p.student.id):
         who = f"{p.student.id} {p.student.full_name}".strip()
-        print(f"  {p.entry.path:<{width}}  -> {who}  [{p.result}]  ({p.why})")
+        print(f"  {p.entry.path}{' ' * (width - _width(p.entry.path))}  -> {who}  [{p.result}]  ({p.why})")
     if report.unplaced:
         folder = course / "collected" / assignment / "unplaced"
         print(f"\nnot placed ({len(report.unplaced)}): kept in {shown(folder)}/")
@@ -482,8 +480,11 @@ def main(argv: list[str]) -> int:
         parser.error(f"{args.zip}: no such file (expected the platform's download of all submissions, a .zip)")
     if args.zip.is_file() and not zipfile.is_zipfile(args.zip):
         parser.error(f"{args.zip} is not a zip file (expected the platform's download of all submissions)")
-    after = f"make autograde ASSIGNMENTS={args.assignment}" if os.environ.get("MAKELEVEL") else \
-        f"{shown(Path(sys.executable))} tools/classroom.py autograde {args.assignment}"
+    elsewhere = course != COURSE.resolve()
+    after = (f"make autograde ASSIGNMENTS={args.assignment}" + (f" COURSE={shown(course)}" if elsewhere else "")
+             if os.environ.get("MAKELEVEL") else
+             f"{shown(Path(sys.executable))} tools/classroom.py autograde {args.assignment}"
+             + (f" --course {shown(course)}" if elsewhere else ""))
     report = collect(args.zip, args.assignment, course)
     print_report(report, args.zip, args.assignment, course, after)
     return 1 if any(p.student is None or p.why.endswith("which one is the answer?") for p in report.unplaced) else 0
