@@ -17,8 +17,9 @@ says the platform, and for grades, how a student who handed nothing in is counte
   name makes Canvas create a new assignment;
 * ``simple``: ``학번,점수`` for a Korean assignment, ``id,score`` for an English one (UTF-8 with a
   byte order mark, as Excel opens it), what many Korean platforms upload;
-* feedback (``moodle``, ``canvas``, ``google``, ``simple``): one zip of the feedback pages, each
-  named with the student's file prefix from the platform's own download, as Moodle's "Upload
+* feedback (``moodle``, ``canvas``, ``google``, ``simple``): the feedback pages (written first where
+  missing or out of date, as ``make feedback`` does), in one zip, each named with the student's file
+  prefix from the platform's own download, as Moodle's "Upload
   multiple feedback files in a zip" and Canvas's "Re-upload submissions" match them.
 
 "Not graded" submissions (a problem of ``make autograde``) are left empty and named, never 0.
@@ -139,10 +140,14 @@ def write_grades(course: Path, platform: str, assignment: str, missing: str = "e
     return path
 
 
-def feedback_zip(course: Path, platform: str, assignment: str) -> Path:
-    """One zip of the feedback pages, each named with the student's platform prefix."""
+def feedback_zip(course: Path, platform: str, assignment: str, write_pages: bool = False) -> Path:
+    """One zip of the feedback pages, each named with the student's platform prefix; with
+    ``write_pages``, the pages are written first where they are missing or out of date."""
     if platform not in FEEDBACK_PLATFORMS:
         raise _problem(f"no feedback format for {platform!r}", f"name one of: {', '.join(FEEDBACK_PLATFORMS)}")
+    if write_pages:             # what make feedback does: pages for the students graded since, the others kept
+        from tools import classroom
+        classroom.feedback(course, [assignment])
     pages = sorted((course / "feedback").glob(f"*/{assignment}/*.html"))
     if not pages:
         raise _problem(f"no feedback page of {assignment} in {collect.shown(course / 'feedback')}/",
@@ -194,7 +199,7 @@ def main(argv: list[str]) -> int:
     if args.what == "grades":
         write_grades(course, args.platform.lower(), args.assignment, args.missing.lower(), args.column)
     else:
-        feedback_zip(course, args.platform.lower(), args.assignment)
+        feedback_zip(course, args.platform.lower(), args.assignment, write_pages=True)
     return 0
 
 
