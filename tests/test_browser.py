@@ -11,7 +11,11 @@
   (asked through the DevTools protocol which fonts it used for each element's text) drew every
   visible element holding Hangul with it, not with a font that has no Hangul (boxes);
 - pages that store Jupyter widget state render their widgets (the explorers, mounted by the book's
-  anywidget loader; what they compute and how a reader works them: test_explorer.py).
+  anywidget loader; what they compute and how a reader works them: test_explorer.py);
+- on a phone (the same load, resized to 390 × 844): nothing wider than the screen but a box that
+  scrolls sideways, and each such box of a chapter (a printed output, code, a table, an equation)
+  reached by keyboard, named for a screen reader and showing that it scrolls
+  (tools/offline_book/narrow-screens.css and scroll-boxes.js; helpers.on_a_phone).
 
 Only what needs a real browser is checked here; what can be read in the built HTML is in
 test_book.py and test_offline_site.py.
@@ -30,7 +34,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import ROOT, hangul_without_nanum, site_pages
+from helpers import ROOT, hangul_without_nanum, on_a_phone, phone_problems, site_pages
 from tools.local_site import isolated_context
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -47,6 +51,7 @@ class Visit:
     tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
     facts: dict = field(default_factory=dict)             # what the page reported after loading
     english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
+    phone: dict = field(default_factory=dict)             # the page resized to a phone's (helpers.on_a_phone)
 
 
 MEASURE = """async ({ hasWidgets }) => {
@@ -140,6 +145,7 @@ def visit(browser, book_url, offline_site):
         v.english = page.evaluate(INTERFACE_WORDS)
         _, v.tofu = hangul_without_nanum(page, limit=400)
         page.screenshot(path=str(ARTIFACTS / f"{screenshot_name(docname)}.png"), full_page=True)
+        v.phone = on_a_phone(page)   # last: it turns the page's transitions off
         page.close()
         cache[docname] = v
         return v
@@ -167,6 +173,43 @@ def test_page_loads_cleanly_from_its_own_host(visit, docname):
         problems.append(f"{f['koreanText']} Hangul characters but the NanumGothic web font is not loaded")
     problems += [f"Hangul not in NanumGothic: {t}" for t in v.tofu]
     assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_page_fits_a_phone(visit, docname):
+    """At 390 px a wide printed output, code, table or equation scrolls inside its own box, which
+    a reader can see (the edge with more is shaded), reach by keyboard and hear named; nothing else
+    is wider than the screen, and the page does not scroll sideways."""
+    problems = phone_problems(visit(docname).phone)
+    assert not problems, f"{docname} at 390 px:\n  " + "\n  ".join(problems[:15])
+
+
+WIDE = "x" * 120
+DOCTORED_PHONE_PAGE = f"""<!DOCTYPE html><html lang="en"><body style="margin: 0"><article>
+<p>A word longer than the line: <code style="white-space: nowrap">{WIDE}</code> sticks out.</p>
+<pre style="overflow-x: auto">unmarked {WIDE}</pre>
+<pre style="overflow-x: auto; box-shadow: inset -8px 0 8px -8px #000" tabindex="0" role="group"
+     aria-label="Output" data-scrolls="right">marked {WIDE}</pre>
+<span style="position: absolute; clip: rect(0 0 0 0); width: 900px">read aloud only</span>
+<div style="visibility: hidden; width: 900px">hidden</div>
+</article></body></html>"""
+
+
+def test_the_phone_check_reports_what_sticks_out_and_an_unmarked_box(browser):
+    """helpers.on_a_phone on a page of its own: the paragraph wider than the screen and the page
+    scrolling sideways, the box that scrolls with no tab stop, name or cue; not the box that has
+    them, nor what is hidden or read aloud only."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_content(DOCTORED_PHONE_PAGE)
+        problems = phone_problems(on_a_phone(page, settle_ms=200))
+    finally:
+        context.close()
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("wider than the 390 px screen: code. ") and WIDE[:40] in problems[0], problems
+    assert problems[1].startswith("the page scrolls sideways"), problems
+    assert "without keyboard/named/cue" in problems[2] and ": unmarked x" in problems[2], problems
 
 
 def test_korean_pages_show_korean_text(visit):

@@ -18,6 +18,9 @@ and a bare Linux machine has no Korean font. This file
      which gives it each display equation's width so that none is wider than the paper;
    - ``accessibility.css`` (ours): contrast and focus rings in both colour modes
      (tests/test_accessibility.py);
+   - ``narrow-screens.css`` and ``scroll-boxes.js`` (ours): on a phone, wide outputs, code and
+     tables scroll inside their own box, which fades at the edge that has more, with a tab stop and
+     a name (tests/test_browser.py);
 
 3. as a Sphinx extension (``sphinx: local_extensions:`` in _config.yml), does 1 and 2 at the start
    of every build and points ``mathjax_path``, ``nb_ipywidgets_js`` and ``html_css_files`` at the
@@ -61,6 +64,8 @@ FONT_CSS = "offline/nanum-gothic.css"
 PRINT_CSS = "offline/print.css"
 PRINT_JS = "offline/print.js"
 A11Y_CSS = "offline/accessibility.css"
+NARROW_CSS = "offline/narrow-screens.css"
+SCROLL_JS = "offline/scroll-boxes.js"
 
 NO_NPM = ("npm not found: the book will load MathJax from a CDN, "
           "so it needs a network connection; install Node.js/npm for a fully offline book")
@@ -85,6 +90,8 @@ FROM_OWN: list[tuple[str, str]] = [
     ("print.css", "."),
     ("print.js", "."),
     ("accessibility.css", "."),
+    ("narrow-screens.css", "."),
+    ("scroll-boxes.js", "."),
 ]
 PACKAGES = ["mathjax", "@fontsource/nanum-gothic"]
 
@@ -225,8 +232,8 @@ def _configure(app, config) -> None:
     # read once per build: every page with widget state compares its stored modules with these
     app.book_widget_sources = _book_widget_sources()
     # The print stylesheet last, after the theme's: it overrides the theme on paper.
-    config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, (PRINT_CSS, {"media": "print"})]
-    config.html_js_files = [*config.html_js_files, PRINT_JS]
+    config.html_css_files = [*config.html_css_files, FONT_CSS, A11Y_CSS, NARROW_CSS, (PRINT_CSS, {"media": "print"})]
+    config.html_js_files = [*config.html_js_files, PRINT_JS, SCROLL_JS]
     if ASSETS.name not in config.html_static_path:
         config.html_static_path = [*config.html_static_path, ASSETS.name]
     logger.info(f"offline book: {size_report()}")
