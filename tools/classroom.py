@@ -21,18 +21,23 @@ autograde
     named as released (``01_layernorm (1).ipynb``, what a browser download makes), a folder with no
     notebook, a notebook that is not JSON, a notebook outside an assignment's folder, a folder that
     is no assignment, an assignment never released, no ``submitted/`` at all, a ``students.csv``
-    without an ``id`` column or not in UTF-8. Every student of ``submitted/`` and of
-    ``students.csv`` goes into the gradebook. A submission without ``timestamp.txt`` gets one with
-    its notebook's modification time (see ``stamp``). Then ``nbgrader autograde NAME`` for each
-    assignment with submissions (or each one named); a submission nbgrader fails on (a kernel that
-    ignores the interrupt, …) is a PROBLEM too, and the other students are graded all the same.
+    that tools/roster.py cannot read (no id column; an encoding no platform writes). Every student
+    of ``submitted/`` and of ``students.csv`` goes into the gradebook. A submission without
+    ``timestamp.txt`` gets one with its notebook's modification time (see ``stamp``). Then
+    ``nbgrader autograde NAME`` for each assignment with submissions to grade (or each one named),
+    leaving out what is already a PROBLEM, with a line per student as each finishes (``Progress``);
+    an assignment whose submissions are all graded and unchanged is not started at all. A
+    submission nbgrader fails on (a kernel that ignores the interrupt, …) is a PROBLEM too, the
+    other students are graded all the same, and it is not tried again while unchanged (``FAILURES``).
     Last, ``grades.csv`` (see ``write_grades``): one row per student and assignment graded, a
-    ``status`` that tells "not submitted" from 0, and the console shows one line per student with
-    score and maximum, then the problems, then the counts of the file. Exit status 1 if there
-    was any problem.
+    ``status`` that tells "not submitted" from 0, a ``note`` of what the score alone does not say
+    (tools/grading_notes.py: a cell stopped at the time limit, a call to a reference implementation,
+    read-only cells edited or deleted; also stored in the autograded notebook for the feedback
+    page), and the console shows one line per student with score, maximum and note, then the
+    problems, then the counts of the file. Exit status 1 if there was any problem.
 feedback
     ``nbgrader generate_feedback NAME``: one HTML page per student and notebook under
-    ``feedback/<student>/<assignment>/``.
+    ``feedback/<student>/<assignment>/``; the pages new or changed since the last run are named.
 """
 
 from __future__ import annotations
