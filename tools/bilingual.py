@@ -33,6 +33,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGS = ("ko", "en")
+
+
+def assignment_language(assignment: str) -> str:
+    """The language of a classroom assignment, from its name (``01_layernorm_ko``); English otherwise."""
+    suffix = str(assignment).rsplit("_", 1)[-1]
+    return suffix if suffix in LANGS else "en"
+
 MARKER = re.compile(r"^<!--\s*(\w+)((?:\s+[\w.-]+)*)\s*-->[ \t]*$", re.MULTILINE)
 LANG_COMMENT = re.compile(r"^(\s*)#(ko|en):\s?(.*)$")
 TRAILING_LANG_COMMENT = re.compile(r"^(.*?\S)(\s+)#(ko|en):\s?(.*)$")

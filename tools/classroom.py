@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import re
@@ -728,7 +729,6 @@ def report(path: Path, rows: list[dict], problems: list[Problem]) -> None:
 
 
 def _pages(course: Path) -> dict[Path, bytes]:
-    import hashlib
     return {p: hashlib.sha256(p.read_bytes()).digest() for p in sorted((course / "feedback").glob("*/*/*.html"))}
 
 

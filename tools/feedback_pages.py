@@ -49,12 +49,12 @@ from pathlib import Path
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from . import feedback_math, feedback_notes, korean_font
+from . import feedback_math, feedback_notes, grading_notes, korean_font
+from .bilingual import assignment_language as language
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = "feedback_page"                  # assignments/templates/feedback_page/
 TEMPLATES = "templates"                     # under the course folder
-LANGS = ("ko", "en")
 
 # The words of the page. nbgrader's English ones are its feedback template's; `cell_line` and
 # the three traceback phrases are IPython's.
@@ -118,12 +118,6 @@ STRINGS = {
 }
 NO_RESPONSE = "No response."                 # nbgrader's comment on an unanswered solution cell
 CHECK_FAILED = "CheckFailed"                 # normlib.exercises' exception: its message is the explanation
-
-
-def language(assignment: str) -> str:
-    """The language of an assignment, from its name (``01_layernorm_ko``); English otherwise."""
-    suffix = assignment.rsplit("_", 1)[-1]
-    return suffix if suffix in LANGS else "en"
 
 
 # --------------------------------------------------------------------------- paths
@@ -355,7 +349,7 @@ class FeedbackPage(Preprocessor):
             output.evalue = scrub_paths(output.evalue, prefixes)
             entries = filter_traceback(entries, output.ename, lang)
             output.traceback = [scrub_paths(e, prefixes) for e in entries]
-            if output.ename == "CellTimeoutError":       # nbgrader's: the traceback is nbclient's English line
+            if output.ename == grading_notes.TIMEOUT_ERROR:   # nbgrader's: the traceback is nbclient's English line
                 output.evalue, output.traceback = STRINGS[lang]["timeout"], []
             elif output.ename == "KeyboardInterrupt" and not output.evalue.strip():   # the timeout's interrupt
                 output.evalue = STRINGS[lang]["interrupted"]

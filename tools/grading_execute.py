@@ -25,6 +25,8 @@ from __future__ import annotations
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 
+from tools.bilingual import assignment_language
+
 SKIPPED = {
     "ko": ("[채점 중 건너뜀] 앞의 셀이 제한 시간(셀마다 {timeout}) 안에 끝나지 않아서, 채점할 때는 "
            "이 셀을 실행하지 않았습니다. 채점하지 않는 셀이므로 점수와는 관계가 없습니다.\n"),
@@ -42,12 +44,6 @@ def _nbgrader(cell: NotebookNode) -> dict:
 def is_graded_or_solution(cell: NotebookNode) -> bool:
     meta = _nbgrader(cell)
     return bool(meta.get("grade") or meta.get("solution"))
-
-
-def language(resources: dict | None) -> str:
-    """``ko`` or ``en`` from the assignment's name (``01_layernorm_ko``); English when unknown."""
-    assignment = ((resources or {}).get("nbgrader") or {}).get("assignment") or ""
-    return "ko" if str(assignment).endswith("_ko") else "en"
 
 
 def skip_message(lang: str, timeout: int | None) -> str:
@@ -70,7 +66,8 @@ class ExecuteSkippingAfterTimeout(Execute):
     def preprocess_cell(self, cell, resources, index):
         if (getattr(self, "_timed_out", False) and cell.cell_type == "code" and cell.source.strip()
                 and not is_graded_or_solution(cell) and index > getattr(self, "_last_graded", len(self.nb.cells))):
-            lang = language(resources if resources else getattr(self, "resources", None))
+            info = (resources if resources else getattr(self, "resources", None) or {}).get("nbgrader") or {}
+            lang = assignment_language(info.get("assignment") or "")
             self.log.info("Cell %s not run: an earlier cell timed out and this one is not graded", index)
             cell.outputs = [NotebookNode(output_type="stream", name="stdout",
                                          text=skip_message(lang, self._get_timeout(cell)))]

@@ -37,7 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from tools import collect, roster  # noqa: E402
+from tools import classroom, collect, roster  # noqa: E402
+from tools.bilingual import assignment_language  # noqa: E402
 
 COURSE = ROOT / "assignments"
 GRADE_PLATFORMS = ("moodle", "canvas", "simple")
@@ -91,7 +92,7 @@ def grades_table(course: Path, platform: str, assignment: str, missing: str = "e
     warnings = []
     column = column or assignment
     if platform == "simple":
-        table = [["학번", "점수"] if assignment.endswith("_ko") else ["id", "score"]]
+        table = [["학번", "점수"] if assignment_language(assignment) == "ko" else ["id", "score"]]
     elif platform == "moodle":
         table = [["ID number", "Full name", "Email address", column]]
     else:
@@ -146,7 +147,6 @@ def feedback_zip(course: Path, platform: str, assignment: str, write_pages: bool
     if platform not in FEEDBACK_PLATFORMS:
         raise _problem(f"no feedback format for {platform!r}", f"name one of: {', '.join(FEEDBACK_PLATFORMS)}")
     if write_pages:             # what make feedback does: pages for the students graded since, the others kept
-        from tools import classroom
         classroom.feedback(course, [assignment])
     pages = sorted((course / "feedback").glob(f"*/{assignment}/*.html"))
     if not pages:

@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 
 from tools.classroom import COURSE, assignments, nbgrader, shown
+from tools.lab import WORKDIR
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKING = ROOT / "lab" / "assignments"      # where the student's JupyterLab finds the assignments
+WORKING = WORKDIR / "assignments"          # in make lab's working folder, where the student's JupyterLab finds it
 ANSWER_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
@@ -35,14 +35,9 @@ class Refused(Exception):
     """The student's copy already exists: nothing is written."""
 
 
-def known(course: Path = COURSE) -> list[str]:
-    """The assignments a student can ask for: the folders of the course's ``source/``."""
-    return sorted(p.name for p in (course / "source").iterdir() if p.is_dir())
-
-
 def check_name(name: str, course: Path = COURSE) -> None:
     """Refuse a name that is no assignment, naming those that are (both languages)."""
-    names = known(course)
+    names = assignments(course)                     # the folders of the course's source/
     if name in names:
         return
     which = (f"There is no assignment {name!r}." if name else "Name an assignment: make student A=<assignment>.")
