@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import io
 import os
 import re
@@ -52,7 +51,7 @@ from pathlib import Path, PurePosixPath
 from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 
 from tools import roster as rosters
-from tools.classroom import shown
+from tools.classroom import assignments, shown
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "assignments"
@@ -254,8 +253,7 @@ class Placement:
     target: str = ""        # the released notebook's name, or "" when not placed
     why: str = ""
     remedy: str = ""
-    result: str = ""        # new / replaced / unchanged / kept aside
-    kept: Path | None = None
+    result: str = ""        # new / replaced / unchanged
     owner: Owner | None = None
 
 
@@ -292,10 +290,6 @@ def choose(files: list[Entry], released: list[str], head_of) -> tuple[dict[str, 
     return chosen, left
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _file_name(entry: Entry, fmt: _Pattern) -> str:
     """The name the student gave the file: the platform's prefix taken off a top-level file."""
     if "/" in entry.path:
@@ -306,13 +300,15 @@ def _file_name(entry: Entry, fmt: _Pattern) -> str:
 
 
 def released_notebooks(course: Path, assignment: str) -> list[str]:
+    """The notebooks of ``assignment`` as released (as in source/ when it was not released yet);
+    an assignment not in source/ is refused by the classroom's own check, naming those that are."""
+    assignments(course, [assignment])
     for folder in ("release", "source"):
         names = sorted(p.name for p in (course / folder / assignment).glob("*.ipynb"))
         if names:
             return names
-    known = sorted(p.name for p in (course / "source").iterdir() if p.is_dir()) if (course / "source").is_dir() else []
-    raise SystemExit(f"PROBLEM there is no assignment {assignment!r} in {shown(course / 'source')}/\n"
-                     f"  what to do: name one of: {' '.join(known) or '(none: run make assignments)'}")
+    raise SystemExit(f"PROBLEM {shown(course / 'source' / assignment)}/ holds no notebook\n"
+                     "  what to do: write the assignment's notebooks again: make assignments")
 
 
 def _write(path: Path, data: bytes, when: datetime | None, aside: Path) -> str:
@@ -393,8 +389,8 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
             report.unplaced.append(Placement(e, who.student, why=why, remedy=remedy, owner=who))
     for p in report.unplaced:
         owner_folder = p.student.id if p.student else "_unknown"
-        p.kept = collected / "unplaced" / owner_folder / p.entry.path
-        p.result = _write(p.kept, p.entry.data, p.entry.when, collected / "replaced" / owner_folder)
+        p.result = _write(collected / "unplaced" / owner_folder / p.entry.path, p.entry.data, p.entry.when,
+                          collected / "replaced" / owner_folder)
     _merge_manifest(collected / "platform.csv", rows)
     placed = {p.student.id for p in report.placed}
     report.missing = [s for s in students if s.id not in placed
