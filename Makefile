@@ -41,15 +41,17 @@ assets: $(STAMP)
 	$(PY) tools/vendor_assets.py
 
 ## Every test: pytest on tests/ (the book build with -W included), normlib's doctests,
-## and nbval on every chapter notebook in a fresh kernel.
+## and nbval on every chapter notebook in a fresh kernel. Two pytest-xdist workers (WORKERS=N for
+## more, WORKERS=0 for one process); tests/conftest.py says what stays together and what goes first.
+WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest tests normlib chapters --doctest-modules \
-		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		-n $(WORKERS) --dist loadscope
 
 ## The fast loop for contributors (under a minute on 2 cores): the library tests, normlib's doctests
 ## and the chapter source/pair tests, i.e. every test not marked slow (tests/conftest.py): no notebook
 ## executed, no book built, no browser, no nbgrader, no processes. WORKERS=0 runs them in one process.
-WORKERS ?= 2
 test-fast: $(STAMP)
 	$(PY) -m pytest tests normlib --doctest-modules -m "not slow" -n $(WORKERS) --dist worksteal
 

@@ -10,19 +10,31 @@ Every test that builds the book, opens a browser, runs nbgrader, starts processe
 notebooks carries a marker, given here by module (MODULE_MARKERS) and, for nbval, by file type:
 
     notebooks    nbval's items (each chapter notebook re-executed in a fresh kernel) and
-                 test_perturbed_numerics.py (the notebooks re-executed under other numerics)
+                 test_perturbed_numerics.py (each chapter re-executed under other numerics)
     book         test_book.py, test_site.py, test_offline_book.py, and any test taking the
                  built_site fixture (build the site with -W as make book does, read the HTML)
     browser      test_browser.py, test_search.py, test_accessibility.py, test_print.py,
                  test_explorer_lab.py (the explorer live in JupyterLab), and any test taking the
                  browser fixture (the built site in headless Chromium)
-    classroom    test_assignments.py, test_classroom_shell.py (the nbgrader CLI: release,
-                 validate, autograde, feedback; nbgrader from a plain shell)
+    classroom    test_assignments.py, test_classroom_shell.py, test_grading_execute.py,
+                 test_checker_output.py (the nbgrader CLI: release, validate, autograde, feedback;
+                 nbgrader from a plain shell; a looping answer's timeout; the checker's output
+                 in a notebook)
     distributed  test_distributed.py (synchronized BatchNorm across real gloo processes)
     slow         all of the above, and the few library tests marked @pytest.mark.slow
 
 `make test-fast` runs ``-m "not slow"``: the library tests, normlib's doctests and the
 source/pair tests. The markers are registered in pyproject.toml (--strict-markers).
+
+Two processes
+-------------
+`make test` runs in two pytest-xdist workers (``-n 2 --dist loadscope``, with this file's
+scheduler). What must stay in one worker is one unit (``unit_of``): a notebook's cells (nbval runs
+them in order in one kernel), a page of the site (its one load in the browser: test_browser.py's
+checks and its axe audit), a test module (its module-scoped set-up: a graded course, a server). The
+units go out longest first (``UNITS_FIRST``, ``schedule``), the many short library tests last, so that
+the two workers end together. The site is built once for both (``built_site``: a lock in the run's
+shared temporary folder).
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from helpers import PERTURBED_RUN, ROOT, chromium_browser, running_in_ci, start_early, start_perturbed
+from helpers import ROOT, chromium_browser, load_page, running_in_ci, start_early
 
 settings.register_profile(
     "default",
@@ -82,6 +94,76 @@ def groups_of(item) -> tuple[str, ...]:
 FIXTURE_MARKERS = {"built_site": "book", "offline_site": "book", "browser": "browser"}
 
 
+# The units that take longest, first (measured on 2 cores); then the other slow tests and the fast
+# ones, each in the order collected. A unit named here that no longer exists is simply absent.
+UNITS_FIRST = (
+    "tests/test_assignments.py",     # release, validate and autograde a class, a late zip, Canvas (≈ 3 min)
+    "tests/test_feedback.py",        # a second class graded, its feedback pages in Chromium
+    "chapters/ko/10_placement.ipynb", "chapters/en/10_placement.ipynb",
+    "tests/test_perturbed_numerics.py",
+    "tests/test_distributed.py",
+    "tests/test_page_weight.py", "tests/test_search.py", "tests/test_print.py",
+    "chapters/ko/11_without_norm.ipynb", "chapters/en/11_without_norm.ipynb",
+    "tests/test_explorer.py", "tests/test_classroom_shell.py", "tests/test_explorer_lab.py",
+)
+# Modules whose tests share nothing costly: each test is a unit of its own.
+SPREAD = {"tests/test_perturbed_numerics.py"}
+# The tests of one page of the site (parametrized by it: docname, page) share that page's one load
+# (visit): test_browser.py's checks and axe audit, test_page_weight.py's weights.
+PAGE_TESTS = {"tests/test_browser.py", "tests/test_page_weight.py"}
+
+
+def unit_of(nodeid: str) -> str:
+    """What must run in the same pytest-xdist worker as the test ``nodeid``: its notebook (nbval's
+    cells, in order, in one kernel), its page of the site (test_browser.py), itself (SPREAD), or its
+    file (module-scoped set-up: a graded course, a server, PyTorch's test database)."""
+    file, _, rest = nodeid.partition("::")
+    if file in SPREAD:
+        return nodeid
+    if file in PAGE_TESTS and rest.endswith("]"):
+        param = rest[rest.index("[") + 1:-1]
+        if param in _site_pages():
+            return f"page {param}"
+    return file
+
+
+def _site_pages() -> set[str]:
+    if not hasattr(_site_pages, "pages"):
+        from tools.page_weight import site_pages
+        _site_pages.pages = set(site_pages())    # the books' pages, their search and index pages, index
+    return _site_pages.pages
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` (make test) with the book's units (unit_of) instead of xdist's modules and
+    classes, sent in the order collected (``schedule``), not by their number of tests."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return Units(config, log)
+
+
+def schedule(items: list) -> None:
+    """Order the items: the units of UNITS_FIRST in that order, the other slow tests, the fast ones,
+    each keeping the order collected (and so each unit its order)."""
+    first = {name: rank for rank, name in enumerate(UNITS_FIRST)}
+    collected = {item.nodeid: index for index, item in enumerate(items)}
+    keys = {}
+    for item in items:
+        file = item.nodeid.partition("::")[0]
+        if file in first:
+            keys[item.nodeid] = (0, first[file], collected[item.nodeid])
+        else:
+            keys[item.nodeid] = (1 if item.get_closest_marker("slow") else 2, 0, collected[item.nodeid])
+    items.sort(key=lambda item: keys[item.nodeid])
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for name in groups_of(item):
@@ -91,6 +173,7 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(name)
         if HEAVY & {m.name for m in item.iter_markers()}:
             item.add_marker("slow")
+    schedule(items)
 
 
 @pytest.fixture
@@ -99,23 +182,39 @@ def seeded():
     yield
 
 
+def shared_folder(tmp_path_factory) -> Path:
+    """A temporary folder of this run that every pytest-xdist worker sees (without xdist: the
+    session's own)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 # --- The HTML site (tests/test_book.py, test_offline_book.py, test_browser.py, test_search.py, ...) ---
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
-    """The site built once per session as `make book` builds it (tools/website.py: one book per
-    language with -W, index.html, ko/, en/), into a temporary folder.
+    """The site built once per run as `make book` builds it (tools/website.py: one book per
+    language with -W, index.html, ko/, en/), into a temporary folder all workers share.
 
     The builds vendor the browser assets themselves (tools/vendor_assets.py is a Sphinx extension
     of the book: npm ci when node_modules is missing or stale, then the copy into book_assets/)."""
-    tmp = tmp_path_factory.mktemp("site")
-    out, work = tmp / "html", tmp / "work"
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.website", "--out", str(out), "--work", str(work)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail("make book's build (tools/website.py, -W) failed:\n" + result.stdout[-6000:] + result.stderr[-4000:])
+    from filelock import FileLock
+
+    tmp = shared_folder(tmp_path_factory) / "site"
+    tmp.mkdir(exist_ok=True)
+    out, work, failed = tmp / "html", tmp / "work", tmp / "FAILED"
+    with FileLock(tmp / ".lock"):      # pytest-xdist: the first worker builds, the other waits and reads
+        if not failed.exists() and not (tmp / "BUILT").exists():
+            result = subprocess.run(
+                [sys.executable, "-m", "tools.website", "--out", str(out), "--work", str(work)],
+                cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+            )
+            if result.returncode != 0:
+                failed.write_text(result.stdout[-6000:] + result.stderr[-4000:], encoding="utf-8")
+            else:
+                (tmp / "BUILT").touch()
+    if failed.exists():
+        pytest.fail("make book's build (tools/website.py, -W) failed:\n" + failed.read_text(encoding="utf-8"))
     return out
 
 
@@ -152,33 +251,27 @@ def browser():
                                 "the explorer in JupyterLab)")
 
 
-def pytest_collection_finish(session):
-    """Start the slow work that runs in other processes right away, so it runs on the second core
-    while this session runs everything else (most of which uses one), instead of in line:
+@pytest.fixture(scope="session")
+def visit(browser, book_url, offline_site):
+    """visit(docname) -> helpers.Visit: each page of the built site loaded once per worker
+    (helpers.load_page: test_browser.py's checks, its axe audit, test_page_weight.py's weights)."""
+    cache: dict = {}
 
-    - the selected test modules' EARLY set-up (helpers.start_early: nbgrader's release, autograde,
-      feedback of a copied course);
-    - when the perturbed-numerics tests are selected, their re-execution of every chapter, in a
-      process of its own with one notebook at a time. test_perturbed_numerics.py waits for it;
-      under pytest-xdist each worker runs its own.
-    """
-    if hasattr(session.config, "workerinput"):
+    def load(docname: str):
+        if docname not in cache:
+            cache[docname] = load_page(browser, book_url, offline_site, docname)
+        return cache[docname]
+
+    return load
+
+
+def pytest_collection_finish(session):
+    """Start the selected test modules' EARLY set-up (helpers.start_early: nbgrader's release,
+    autograde, feedback of a copied course) right away, in background threads, so that it runs on the
+    second core while a single-process session (WORKERS=0, one module run alone) runs everything
+    else. Under pytest-xdist both cores are busy already: each module does its set-up when it starts."""
+    if hasattr(session.config, "workerinput") or session.config.pluginmanager.has_plugin("dsession"):
         return
     for module in {item.module for item in session.items if getattr(item, "module", None) is not None}:
         for name, work in getattr(module, "EARLY", {}).items():
             start_early(name, work)
-    if not any(
-            item.path.name == "test_perturbed_numerics.py" and item.name.startswith("test_chapter_outputs")
-            for item in session.items):
-        return
-    import tempfile
-
-    out = Path(tempfile.mkdtemp(prefix="perturbed-")) / "results.json"
-    chapters = sorted((ROOT / "chapters").glob("*/*.ipynb"))
-    session.config.stash[PERTURBED_RUN] = (start_perturbed(chapters, out, jobs=1), out)
-
-
-def pytest_sessionfinish(session):
-    run = session.config.stash.get(PERTURBED_RUN, None)
-    if run is not None and run[0].poll() is None:     # the session ended first (-x, Ctrl-C): stop it
-        run[0].kill()

@@ -25,7 +25,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -133,6 +133,35 @@ def unavailable(msg: str, what: str = "the browser tests must run"):
     pytest.skip(msg)
 
 
+AXE_ARTIFACTS = ROOT / "test-artifacts" / "accessibility"
+
+
+def axe_missing() -> None:
+    """Skip (fail under CI=true) when axe-core is not in node_modules."""
+    from tools.axe_audit import AXE
+
+    if not AXE.exists():
+        unavailable(f"{AXE.relative_to(ROOT)} not found: run npm ci (axe-core is a devDependency)",
+                    "the accessibility tests must run")
+
+
+def check_axe(page_path: str, found: dict[str, list[dict]]) -> None:
+    """Save one page's axe violations (all impacts) to test-artifacts/accessibility/ and fail on any
+    critical or serious one, in either colour mode (tools/axe_audit.audit's {"light": …, "dark": …})."""
+    import json
+    from urllib.parse import unquote
+
+    from tools.axe_audit import blocking, describe
+
+    AXE_ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[/?=%]+", "_", page_path.replace(".html", ""))
+    (AXE_ARTIFACTS / f"{name}.json").write_text(json.dumps(found, ensure_ascii=False, indent=1), encoding="utf-8")
+    problems = {mode: blocking(violations) for mode, violations in found.items()}
+    if any(problems.values()):
+        pytest.fail(f"{unquote(page_path)}: critical or serious violations\n" + "\n".join(
+            f"[{mode} mode]\n{describe(v)}" for mode, v in problems.items() if v), pytrace=False)
+
+
 def chromium_browser(purpose: str):
     """Yield headless Chromium (Debian's, driven by Playwright), or skip/fail saying what is missing.
 
@@ -147,9 +176,6 @@ def chromium_browser(purpose: str):
         browser = launch_chromium(p)
         yield browser
         browser.close()
-
-
-PERTURBED_RUN = pytest.StashKey["tuple[subprocess.Popen, Path]"]()
 
 
 def start_perturbed(paths: list[Path], out: Path, jobs: int) -> subprocess.Popen:
@@ -738,6 +764,144 @@ def assert_raises_like_torch(torch_call, normlib_call, must_contain):
     for needle in must_contain:
         assert needle in str(ours), f"message lacks {needle!r}: {ours}"
 
+
+
+# --- One load of each page of the built site (conftest.py's visit: test_browser.py, test_page_weight.py) ---
+
+BROWSER_ARTIFACTS = ROOT / "test-artifacts" / "browser"
+PAGE_TIMEOUT_MS = 15_000
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+@dataclass
+class Visit:
+    """What one load of a page of the built site showed (load_page)."""
+    docname: str
+    errors: list[str] = field(default_factory=list)       # JS errors and >= 400 responses
+    foreign: list[str] = field(default_factory=list)      # requests to other hosts
+    tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
+    facts: dict = field(default_factory=dict)             # what the page reported after loading
+    english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
+    axe: dict | None = None                               # axe-core's violations, light and dark (None: no axe)
+    weight: object = None                                 # tools.page_weight.Weight of this first load
+    phone: dict = field(default_factory=dict)             # the page resized to a phone's (helpers.on_a_phone)
+
+
+MEASURE = """async ({ hasWidgets }) => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  if (hasWidgets) {
+    const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+    const deadline = Date.now() + 10000;
+    while (Date.now() < deadline &&
+           document.querySelectorAll('.anywidget-view .nx').length < views) {
+      await new Promise(r => setTimeout(r, 100));
+    }
+  }
+  await document.fonts.ready;
+  const rawTex = Array.from(document.querySelectorAll('.math'))
+    .filter(e => !e.querySelector('mjx-container') && /\\\\[(\\[]|\\$\\$|\\\\begin\\{/.test(e.textContent))
+    .map(e => e.textContent.trim().slice(0, 60));
+  const nanum = Array.from(document.fonts).filter(f => f.family.replace(/["']/g, '') === 'NanumGothic');
+  return {
+    mathElements: document.querySelectorAll('.math').length,
+    mjx: document.querySelectorAll('mjx-container').length,
+    mathErrors: Array.from(document.querySelectorAll('mjx-merror')).map(e => e.textContent.slice(0, 60)),
+    rawTex,
+    koreanText: (document.body.innerText.match(/[\\uac00-\\ud7a3]/g) || []).length,
+    nanumLoaded: nanum.some(f => f.status === 'loaded'),
+    nanumCheck: document.fonts.check('16px NanumGothic', '가'),
+    widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+    widgetAreas: document.querySelectorAll('.anywidget-view').length,
+    widgetElements: document.querySelectorAll('.anywidget-view .nx [data-stat]').length,
+  };
+}"""
+
+
+# Every text and label a running page shows outside its chapter content (scripts' words included:
+# the copy buttons' tooltips, the theme's menus) with an English word and no Hangul. Code, math
+# and the cells' outputs are content; test_site.py reads the same in the HTML as written.
+INTERFACE_WORDS = """() => {
+  const out = new Set();
+  const english = (s) => /[A-Za-z]{3,}/.test(s) && !/[\uac00-\ud7a3]/.test(s);
+  const content = 'article.bd-article, code, pre, .math, mjx-container, script, style';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walker.nextNode());) {
+    const s = n.textContent.trim();
+    if (s && english(s) && n.parentElement && !n.parentElement.closest(content)) out.add(s);
+  }
+  for (const el of document.querySelectorAll('[aria-label], [title], [placeholder], [alt], [data-tooltip]')) {
+    if (el.closest('.cell_output') || (el.closest('article.bd-article') && el.matches('a[title]'))) continue;
+    for (const a of ['aria-label', 'title', 'placeholder', 'alt', 'data-tooltip']) {
+      const v = el.getAttribute(a);
+      if (v && v !== 'null' && english(v)) out.add(`${a}="${v.slice(0, 80)}"`);
+    }
+  }
+  return [...out].sort();
+}"""
+
+
+def screenshot_name(docname: str) -> str:
+    """ko/chapters/ko/03_batchnorm -> ko_03_batchnorm; ko/glossary -> ko_glossary; index -> index."""
+    parts = docname.split("/")
+    return "_".join(parts[:1] + parts[3:] if parts[1:2] == ["chapters"] else parts)
+
+
+def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
+    """Load ``<book_url>/<docname>.html`` once, as a reader's first visit (a fresh browser context:
+    nothing cached), and record everything the browser tests check of it, in this order: what it
+    requests and weighs (tools.page_weight), its errors, math, widgets, interface words and fonts,
+    a screenshot of its first screen, axe-core's audit in light and dark mode, and the page on a
+    phone (last: it turns the page's transitions off)."""
+    from urllib.parse import urlsplit
+
+    from tools.axe_audit import AXE, audit_loaded
+    from tools.local_site import isolated_context
+    from tools.page_weight import SETTLE, Weight, add_responses
+
+    v = Visit(docname)
+    host = urlsplit(book_url).netloc
+    context = isolated_context(browser, book_url)
+    responses = []
+    try:
+        page = context.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+
+        def on_request(req):
+            parts = urlsplit(req.url)
+            if parts.scheme not in ("data", "blob") and parts.netloc != host:
+                v.foreign.append(req.url)
+
+        def on_request_failed(req):
+            if urlsplit(req.url).netloc == host:   # other hosts' requests are aborted on purpose
+                v.errors.append(f"request failed ({req.failure}): {req.url}")
+
+        def on_response(response):
+            responses.append(response)
+            if response.status >= 400:
+                v.errors.append(f"HTTP {response.status}: {response.url}")
+
+        page.on("request", on_request)
+        page.on("requestfailed", on_request_failed)
+        page.on("response", on_response)
+        page.on("pageerror", lambda e: v.errors.append(f"uncaught: {e}"))
+        page.on("console", lambda m: m.type == "error" and v.errors.append(
+            f"console.error: {m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})"))
+        html = (site / f"{docname}.html").read_text(encoding="utf-8")
+        page.goto(f"{book_url}/{docname}.html", wait_until="networkidle")
+        v.weight = Weight(docname, fcp_ms=page.evaluate(SETTLE))
+        v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
+        v.english = page.evaluate(INTERFACE_WORDS)
+        _, v.tofu = hangul_without_nanum(page, limit=400)
+        page.wait_for_load_state("networkidle")
+        add_responses(v.weight, responses, book_url, site)
+        BROWSER_ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(BROWSER_ARTIFACTS / f"{screenshot_name(docname)}.png"))
+        if AXE.exists():
+            v.axe = audit_loaded(page)   # leaves the page light again
+        v.phone = on_a_phone(page)
+    finally:
+        context.close()
+    return v
 
 
 # --- Slow set-up started early, on the second core ------------------------------------------------

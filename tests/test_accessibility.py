@@ -4,6 +4,9 @@
   and a page opened from them: no critical or serious axe-core violation, in the light and in the
   dark colour mode (tools/axe_audit.py: every
   rule in light mode, then the colour rules again once the page is switched to dark in place).
+  The pages of the tables of contents and the landing page are audited in test_browser.py, in the
+  load its other checks use (each page is loaded once); the search and index pages and the
+  searches here.
   A failure lists each rule, its impact and the failing nodes. axe-core's version is the one
   package.json pins (a development dependency, injected from node_modules: the browser context
   reaches no other host).
@@ -29,15 +32,16 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from helpers import ROOT, has_hangul, site_pages, unavailable
-from tools.axe_audit import AXE, AXE_VERSION, COLOUR_RULES, READY, SWITCH, audit, blocking, describe, site_html_pages
+from helpers import axe_missing, check_axe, has_hangul, site_pages, unavailable
+from tools.axe_audit import AXE, AXE_VERSION, COLOUR_RULES, READY, SWITCH, audit, blocking, site_html_pages
 from tools.local_site import isolated_context, serve
 
-ARTIFACTS = ROOT / "test-artifacts" / "accessibility"
 TIMEOUT_MS = 15_000
 LANGS = sorted({page.split("/")[0] for page in site_pages()})
-PAGES = ([f"{page}.html" for page in site_pages()]
-         + [f"{lang}/{special}.html" for lang in LANGS for special in ("search", "genindex")] + ["index.html"])
+# The pages of the table of contents and the landing page are audited in the load test_browser.py's
+# checks use (its test_no_critical_or_serious_violation_in_either_colour_mode); here, the rest.
+IN_THE_BROWSER_TESTS = [f"{page}.html" for page in site_pages()] + ["index.html"]
+PAGES = [f"{lang}/{special}.html" for lang in LANGS for special in ("search", "genindex")]
 # What search shows: its results (the searched words marked in titles and excerpts), and a page
 # opened from them (Sphinx marks the words there too).
 QUERY = {"ko": "정규화", "en": "variance"}
@@ -47,9 +51,7 @@ SEARCHED = ([f"{lang}/search.html?q={quote(QUERY[lang])}" for lang in LANGS]
 
 @pytest.fixture(scope="module")
 def site_url(offline_site):
-    if not AXE.exists():
-        unavailable(f"{AXE.relative_to(ROOT)} not found: run npm ci (axe-core is a devDependency)",
-                    "the accessibility tests must run")
+    axe_missing()
     with serve(offline_site) as url:
         yield url
 
@@ -74,9 +76,9 @@ def test_axe_is_the_pinned_version(offline_site):
 
 
 def test_every_page_of_the_site_is_audited(offline_site):
-    built = set(site_html_pages(offline_site))
-    assert built == set(PAGES), (f"pages built but not audited: {sorted(built - set(PAGES))}; "
-                                 f"audited but not built: {sorted(set(PAGES) - built)}")
+    built, audited = set(site_html_pages(offline_site)), set(PAGES + IN_THE_BROWSER_TESTS)
+    assert built == audited, (f"pages built but not audited: {sorted(built - audited)}; "
+                              f"audited but not built: {sorted(audited - built)}")
 
 
 @pytest.mark.parametrize("page_path", PAGES + SEARCHED)
@@ -84,13 +86,7 @@ def test_no_critical_or_serious_violation_in_either_colour_mode(axe_page, site_u
     found = audit(axe_page, f"{site_url}/{page_path}")
     if "?q=" in page_path:
         assert axe_page.locator("#search-results li").count(), f"{unquote(page_path)}: no result listed"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    name = re.sub(r"[/?=%]+", "_", page_path.replace(".html", ""))
-    (ARTIFACTS / f"{name}.json").write_text(json.dumps(found, ensure_ascii=False, indent=1), encoding="utf-8")
-    problems = {mode: blocking(violations) for mode, violations in found.items()}
-    if any(problems.values()):
-        pytest.fail(f"{unquote(page_path)}: critical or serious violations\n" + "\n".join(
-            f"[{mode} mode]\n{describe(v)}" for mode, v in problems.items() if v), pytrace=False)
+    check_axe(page_path, found)
 
 
 # The colours of every element shown, to compare a page switched to dark in place with the same

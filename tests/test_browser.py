@@ -12,6 +12,8 @@
   visible element holding Hangul with it, not with a font that has no Hangul (boxes);
 - pages that store Jupyter widget state render their widgets (the explorers, mounted by the book's
   anywidget loader; what they compute and how a reader works them: test_explorer.py);
+- no critical or serious axe-core violation, in light and in dark mode (the same load, audited by
+  tools/axe_audit.audit_loaded; the search and index pages and searches: test_accessibility.py);
 - on a phone (the same load, resized to 390 × 844): nothing wider than the screen but a box that
   scrolls sideways, and each such box of a chapter (a printed output, code, a table, an equation)
   reached by keyboard, named for a screen reader and showing that it scrolls
@@ -20,7 +22,8 @@
 Only what needs a real browser is checked here; what can be read in the built HTML is in
 test_book.py and test_offline_site.py.
 
-A full-page screenshot of each page is saved to test-artifacts/browser/. Chromium is the system's
+A screenshot of each page's first screen (1280 × 900, what a reader sees on opening it) is saved to
+test-artifacts/browser/ (a full page took 1.5-3.5 s more per page). Chromium is the system's
 (/usr/bin/chromium, which .ci/run installs) driven by Python Playwright; `playwright install` is
 never needed. Without Chromium or Playwright the tests skip, except on CI (CI=true), where they fail.
 """
@@ -29,135 +32,19 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import ROOT, hangul_without_nanum, on_a_phone, phone_problems, site_pages
+from helpers import PAGE_TIMEOUT_MS as TIMEOUT_MS
+from helpers import ROOT, WIDGET_STATE, axe_missing, check_axe, on_a_phone, phone_problems, site_pages
 from tools.local_site import isolated_context
 
-ARTIFACTS = ROOT / "test-artifacts" / "browser"
-TIMEOUT_MS = 15_000
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PAGES = site_pages() + ["index"]   # both books' pages (ko/chapters/ko/06_family, ...) and the landing page
+# Each page is loaded once (conftest.py's visit, helpers.load_page); the tests below read that load.
 
 
-@dataclass
-class Visit:
-    docname: str
-    errors: list[str] = field(default_factory=list)       # JS errors and >= 400 responses
-    foreign: list[str] = field(default_factory=list)      # requests to other hosts
-    tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
-    facts: dict = field(default_factory=dict)             # what the page reported after loading
-    english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
-    phone: dict = field(default_factory=dict)             # the page resized to a phone's (helpers.on_a_phone)
-
-
-MEASURE = """async ({ hasWidgets }) => {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-  if (hasWidgets) {
-    const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
-    const deadline = Date.now() + 10000;
-    while (Date.now() < deadline &&
-           document.querySelectorAll('.anywidget-view .nx').length < views) {
-      await new Promise(r => setTimeout(r, 100));
-    }
-  }
-  await document.fonts.ready;
-  const rawTex = Array.from(document.querySelectorAll('.math'))
-    .filter(e => !e.querySelector('mjx-container') && /\\\\[(\\[]|\\$\\$|\\\\begin\\{/.test(e.textContent))
-    .map(e => e.textContent.trim().slice(0, 60));
-  const nanum = Array.from(document.fonts).filter(f => f.family.replace(/["']/g, '') === 'NanumGothic');
-  return {
-    mathElements: document.querySelectorAll('.math').length,
-    mjx: document.querySelectorAll('mjx-container').length,
-    mathErrors: Array.from(document.querySelectorAll('mjx-merror')).map(e => e.textContent.slice(0, 60)),
-    rawTex,
-    koreanText: (document.body.innerText.match(/[\\uac00-\\ud7a3]/g) || []).length,
-    nanumLoaded: nanum.some(f => f.status === 'loaded'),
-    nanumCheck: document.fonts.check('16px NanumGothic', '가'),
-    widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
-    widgetAreas: document.querySelectorAll('.anywidget-view').length,
-    widgetElements: document.querySelectorAll('.anywidget-view .nx [data-stat]').length,
-  };
-}"""
-
-
-# Every text and label a running page shows outside its chapter content (scripts' words included:
-# the copy buttons' tooltips, the theme's menus) with an English word and no Hangul. Code, math
-# and the cells' outputs are content; test_site.py reads the same in the HTML as written.
-INTERFACE_WORDS = """() => {
-  const out = new Set();
-  const english = (s) => /[A-Za-z]{3,}/.test(s) && !/[\uac00-\ud7a3]/.test(s);
-  const content = 'article.bd-article, code, pre, .math, mjx-container, script, style';
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let n; (n = walker.nextNode());) {
-    const s = n.textContent.trim();
-    if (s && english(s) && n.parentElement && !n.parentElement.closest(content)) out.add(s);
-  }
-  for (const el of document.querySelectorAll('[aria-label], [title], [placeholder], [alt], [data-tooltip]')) {
-    if (el.closest('.cell_output') || (el.closest('article.bd-article') && el.matches('a[title]'))) continue;
-    for (const a of ['aria-label', 'title', 'placeholder', 'alt', 'data-tooltip']) {
-      const v = el.getAttribute(a);
-      if (v && v !== 'null' && english(v)) out.add(`${a}="${v.slice(0, 80)}"`);
-    }
-  }
-  return [...out].sort();
-}"""
 # Names and file types, the same in both languages; "English" is the switch to the other book.
 SAME_IN_EVERY_LANGUAGE = {"Binder", "Colab", "JupyterHub", ".ipynb", ".pdf", "Ctrl", "Ctrl+K", "English"}
-
-
-@pytest.fixture(scope="session")
-def visit(browser, book_url, offline_site):
-    """visit(docname) -> Visit, loading each page once per session."""
-    context = isolated_context(browser, book_url)
-    host = urlsplit(book_url).netloc
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    cache: dict[str, Visit] = {}
-
-    def load(docname: str) -> Visit:
-        if docname in cache:
-            return cache[docname]
-        v = Visit(docname)
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-
-        def on_request(req):
-            parts = urlsplit(req.url)
-            if parts.scheme not in ("data", "blob") and parts.netloc != host:
-                v.foreign.append(req.url)
-
-        def on_request_failed(req):
-            if urlsplit(req.url).netloc == host:   # other hosts' requests are aborted on purpose
-                v.errors.append(f"request failed ({req.failure}): {req.url}")
-
-        page.on("request", on_request)
-        page.on("requestfailed", on_request_failed)
-        page.on("response", lambda r: r.status >= 400 and v.errors.append(f"HTTP {r.status}: {r.url}"))
-        page.on("pageerror", lambda e: v.errors.append(f"uncaught: {e}"))
-        page.on("console", lambda m: m.type == "error" and v.errors.append(
-            f"console.error: {m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})"))
-        html = (offline_site / f"{docname}.html").read_text(encoding="utf-8")
-        page.goto(f"{book_url}/{docname}.html", wait_until="load")
-        v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
-        v.english = page.evaluate(INTERFACE_WORDS)
-        _, v.tofu = hangul_without_nanum(page, limit=400)
-        page.screenshot(path=str(ARTIFACTS / f"{screenshot_name(docname)}.png"), full_page=True)
-        v.phone = on_a_phone(page)   # last: it turns the page's transitions off
-        page.close()
-        cache[docname] = v
-        return v
-
-    yield load
-    context.close()
-
-
-def screenshot_name(docname: str) -> str:
-    """ko/chapters/ko/03_batchnorm -> ko_03_batchnorm; ko/glossary -> ko_glossary; index -> index."""
-    parts = docname.split("/")
-    return "_".join(parts[:1] + parts[3:] if parts[1:2] == ["chapters"] else parts)
 
 
 @pytest.mark.parametrize("docname", PAGES)
@@ -182,6 +69,17 @@ def test_page_fits_a_phone(visit, docname):
     is wider than the screen, and the page does not scroll sideways."""
     problems = phone_problems(visit(docname).phone)
     assert not problems, f"{docname} at 390 px:\n  " + "\n  ".join(problems[:15])
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_no_critical_or_serious_violation_in_either_colour_mode(visit, docname):
+    """axe-core on the page as loaded above, every rule in light mode, then the colour rules in dark
+    mode (the page switched in place: test_accessibility.py checks that this is what a page loaded
+    dark shows)."""
+    found = visit(docname).axe
+    if found is None:
+        axe_missing()
+    check_axe(f"{docname}.html", found)
 
 
 WIDE = "x" * 120
@@ -212,25 +110,31 @@ def test_the_phone_check_reports_what_sticks_out_and_an_unmarked_box(browser):
     assert "without keyboard/named/cue" in problems[2] and ": unmarked x" in problems[2], problems
 
 
-def test_korean_pages_show_korean_text(visit):
+KOREAN_CHAPTERS = [d for d in PAGES if d.startswith("ko/chapters/ko/")]
+KOREAN_PAGES = [d for d in PAGES if d.startswith("ko/")]
+# The pages whose notebooks store widget state (the explorers): their HTML carries it too.
+WIDGET_PAGES = [d for d in PAGES if (ROOT / f"{d.split('/', 1)[-1]}.ipynb").exists()
+                and WIDGET_STATE in (ROOT / f"{d.split('/', 1)[1]}.ipynb").read_text(encoding="utf-8")]
+
+
+def test_the_book_has_korean_chapters_and_explorers():
+    assert KOREAN_CHAPTERS, "no Korean chapter in _toc.yml"
+    assert len(WIDGET_PAGES) >= 2, f"the explorers' chapters store no widget state: {WIDGET_PAGES}"
+
+
+@pytest.mark.parametrize("docname", KOREAN_CHAPTERS)
+def test_korean_pages_show_korean_text(visit, docname):
     """The Korean chapters show Hangul, so test_page_loads_cleanly_from_its_own_host checks their
     font (it checks NanumGothic on every page that shows Hangul)."""
-    korean = [d for d in PAGES if d.startswith("ko/chapters/ko/")]
-    assert korean, "no Korean chapter in _toc.yml"
-    for docname in korean:
-        f = visit(docname).facts
-        assert f["koreanText"] > 100, f"{docname}: hardly any Hangul on the page"
+    assert visit(docname).facts["koreanText"] > 100, f"{docname}: hardly any Hangul on the page"
 
 
-def test_korean_pages_show_no_english_interface_word_as_they_run(visit):
+@pytest.mark.parametrize("docname", KOREAN_PAGES)
+def test_korean_pages_show_no_english_interface_word_as_they_run(visit, docname):
     """What the reader meets on a Korean page once its scripts have run: the theme's menus, the
     copy buttons' tooltips, the collapsed cells, all in Korean (the words: locale/ko/.../sphinx.po)."""
-    found = {}
-    for docname in [d for d in PAGES if d.startswith("ko/")]:
-        for word in visit(docname).english:
-            if word not in SAME_IN_EVERY_LANGUAGE:
-                found.setdefault(word, docname)
-    assert not found, "English on Korean pages:\n" + "\n".join(f"  {w} ({d})" for w, d in found.items())
+    found = sorted(set(visit(docname).english) - SAME_IN_EVERY_LANGUAGE)
+    assert not found, f"English on {docname}:\n" + "\n".join(f"  {w}" for w in found)
 
 
 @pytest.mark.parametrize("lang", ["ko", "en"])
@@ -325,13 +229,13 @@ def test_the_language_switch_opens_the_other_page_at_the_same_section(browser, b
 # What each page weighs on its first load, and its budget: tests/test_page_weight.py.
 
 
-def test_pages_with_widget_state_render_their_widgets(visit, offline_site):
-    with_state = [d for d in PAGES if WIDGET_STATE in (offline_site / f"{d}.html").read_text(encoding="utf-8")]
-    if not with_state:
-        pytest.skip("no page in _toc.yml stores Jupyter widget state yet")
-    for docname in with_state:   # their errors and requests: test_page_loads_cleanly_from_its_own_host
-        f = visit(docname).facts
-        assert f["widgetViews"] > 0, f"{docname}: widget state but no widget view"
-        assert f["widgetAreas"] >= f["widgetViews"], \
-            f"{docname}: {f['widgetAreas']} of {f['widgetViews']} widget views rendered"
-        assert f["widgetElements"] >= f["widgetViews"], f"{docname}: explorers that drew no cell"
+@pytest.mark.parametrize("docname", WIDGET_PAGES)
+def test_pages_with_widget_state_render_their_widgets(visit, offline_site, docname):
+    """Their errors and requests: test_page_loads_cleanly_from_its_own_host."""
+    assert WIDGET_STATE in (offline_site / f"{docname}.html").read_text(encoding="utf-8"), \
+        f"{docname}: the notebook stores widget state, the page does not"
+    f = visit(docname).facts
+    assert f["widgetViews"] > 0, f"{docname}: widget state but no widget view"
+    assert f["widgetAreas"] >= f["widgetViews"], \
+        f"{docname}: {f['widgetAreas']} of {f['widgetViews']} widget views rendered"
+    assert f["widgetElements"] >= f["widgetViews"], f"{docname}: explorers that drew no cell"

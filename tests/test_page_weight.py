@@ -1,8 +1,9 @@
 """What each page of the built site weighs on a reader's first visit, held to a budget (issue 26).
 
-Every page is loaded once in headless Chromium with a fresh profile (tools/page_weight.py's
-``measure``: every response of the first load, each counted gzip -6 as a static host serves it,
-woff2 and png as they are). The site is the one the other browser tests build (``offline_site``).
+Every page is loaded once in headless Chromium with a fresh profile, in the load test_browser.py's
+checks read too (conftest.py's ``visit``, helpers.load_page; tools/page_weight.py's ``add_responses``:
+every response of the first load, each counted gzip -6 as a static host serves it, woff2 and png as
+they are). The site is the one the other browser tests build (``offline_site``).
 
 - every chapter page ≤ 1.0 MB gzip; the other pages each their own budget (BUDGET_MB);
 - chapter 6's HTML ≤ 150 kB uncompressed (it held the explorer's widget state: 846 kB);
@@ -25,7 +26,7 @@ import pytest
 
 from helpers import ROOT
 from tools.local_site import isolated_context, serve
-from tools.page_weight import kb, mb, measure, site_pages
+from tools.page_weight import kb, mb, site_pages
 
 ARTIFACTS = ROOT / "test-artifacts" / "page_weight"
 PAGES = site_pages()
@@ -71,16 +72,9 @@ def weight_url(offline_site):
 
 
 @pytest.fixture(scope="module")
-def weigh(browser, weight_url, offline_site):
-    """weigh(page) -> tools.page_weight.Weight, each page measured once per session."""
-    cache = {}
-
-    def load(page: str):
-        if page not in cache:
-            cache[page] = measure(browser, weight_url, offline_site, page)
-        return cache[page]
-
-    return load
+def weigh(visit):
+    """weigh(page) -> tools.page_weight.Weight of the page's one load (conftest.py's visit)."""
+    return lambda page: visit(page).weight
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -116,18 +110,18 @@ def test_no_page_fetches_what_was_replaced(weigh, page):
     assert not found, f"{page}:\n  " + "\n  ".join(found)
 
 
-@pytest.mark.parametrize("lang", ["ko", "en"])
-def test_each_book_fetches_only_its_own_korean_font(weigh, lang):
+@pytest.mark.parametrize("page", [p for p in PAGES if kind(p) in ("chapter", "glossary")])
+def test_each_book_fetches_only_its_own_korean_font(weigh, page):
     """The English pages' Hangul is their language switch (한국어) and the glossary's Korean column:
     a font of about a hundred syllables, 25 kB for both weights. The Korean pages' font is the
     Korean book's (about 700 syllables)."""
+    lang = page.split("/")[0]
     limit = 30_000 if lang == "en" else 150_000
-    for page in [p for p in PAGES if p.startswith(f"{lang}/") and kind(p) in ("chapter", "glossary")]:
-        fonts = [p for p in weigh(page).parts if "/offline/fonts/" in p.path]
-        total = sum(p.gz for p in fonts)
-        assert total <= limit, f"{page}: Korean font {kb(total)}: " + ", ".join(f"{p.path} {kb(p.gz)}" for p in fonts)
-        if lang == "ko":
-            assert fonts, f"{page}: no Korean font fetched (test_browser.py checks the Hangul is drawn in it)"
+    fonts = [p for p in weigh(page).parts if "/offline/fonts/" in p.path]
+    total = sum(p.gz for p in fonts)
+    assert total <= limit, f"{page}: Korean font {kb(total)}: " + ", ".join(f"{p.path} {kb(p.gz)}" for p in fonts)
+    if lang == "ko":
+        assert fonts, f"{page}: no Korean font fetched (test_browser.py checks the Hangul is drawn in it)"
 
 
 HEADER_BUTTONS = {

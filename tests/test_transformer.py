@@ -183,11 +183,13 @@ def _tanh_over_line(x, y):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_chapter_11_a_causal_model_with_bos_draws_an_s_made_by_bos(seed):
-    """Chapter 11's claim on three seeds: after 400 steps on chain_batch, some LayerNorm's input-output
-    cloud is S-shaped (tanh error ≤ 0.6 of a line's), and there BOS is the token with the largest σ,
-    over twice the others' median, and without BOS the cloud is nearly a line again."""
+    """Chapter 11's claim on two more seeds than the chapter trains: after 400 steps on chain_batch,
+    some LayerNorm's input-output cloud is S-shaped (tanh error ≤ 0.6 of a line's), and there BOS is
+    the token with the largest σ, over twice the others' median, and without BOS the cloud is nearly
+    a line again. (Seed 0 is the chapter's own run, which nbval re-executes in both languages and the
+    chapter checks against the ten seeds of make bench-dyt-seeds.)"""
     dtype = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)    # as the chapter: float64 from the initial values on
     try:

@@ -102,6 +102,12 @@ def audit(page, url: str, every_rule_in_dark: bool = False) -> dict[str, list[di
     """axe's violations on the page at ``url`` (a Playwright page of an isolated context), light
     then dark: {"light": [...], "dark": [...]}. Each violation: id, impact, help, nodes."""
     page.goto(url, wait_until="load")
+    return audit_loaded(page, every_rule_in_dark)
+
+
+def audit_loaded(page, every_rule_in_dark: bool = False) -> dict[str, list[dict]]:
+    """audit() on the page already loaded in ``page`` (tests/test_browser.py audits each page in
+    the load its other checks use). The page is left in light mode."""
     themed = page.evaluate(READY) is not None
     page.add_script_tag(path=str(AXE))
     found = {}
@@ -112,7 +118,9 @@ def audit(page, url: str, every_rule_in_dark: bool = False) -> dict[str, list[di
             page.emulate_media(color_scheme=mode)
         rules = None if mode == "light" or every_rule_in_dark else list(COLOUR_RULES)
         found[mode] = page.evaluate(RUN, rules)
-    if not themed:
+    if themed:
+        page.evaluate(SWITCH, "light")
+    else:
         page.emulate_media(color_scheme="light")
     return found
 

@@ -127,7 +127,6 @@ def measure(browser, url: str, site: Path, page_name: str) -> Weight:
 
     weight = Weight(page_name)
     context = isolated_context(browser, url)
-    host = urlsplit(url).netloc
     responses = []
     try:
         page = context.new_page()
@@ -137,22 +136,28 @@ def measure(browser, url: str, site: Path, page_name: str) -> Weight:
         page.goto(f"{url}/{page_name}.html", wait_until="networkidle")
         weight.fcp_ms = page.evaluate(SETTLE)
         page.wait_for_load_state("networkidle")
-        for response in responses:
-            parts = urlsplit(response.url)
-            if parts.netloc != host:
-                continue
-            path = unquote(parts.path).lstrip("/")
-            if response.status >= 300:
-                weight.errors.append(f"HTTP {response.status}: {path}")
-                continue
-            try:
-                body = response.body()
-            except Exception:              # evicted from the browser's buffer: the file itself
-                body = (site / path).read_bytes()
-            weight.parts.append(Part(path, len(body), served_size(path, body)))
+        add_responses(weight, responses, url, site)
     finally:
         context.close()
     return weight
+
+
+def add_responses(weight: Weight, responses: list, url: str, site: Path) -> None:
+    """Count in ``weight`` every response (Playwright's) from the site's own host at ``url``."""
+    host = urlsplit(url).netloc
+    for response in responses:
+        parts = urlsplit(response.url)
+        if parts.netloc != host:
+            continue
+        path = unquote(parts.path).lstrip("/")
+        if response.status >= 300:
+            weight.errors.append(f"HTTP {response.status}: {path}")
+            continue
+        try:
+            body = response.body()
+        except Exception:              # evicted from the browser's buffer: the file itself
+            body = (site / path).read_bytes()
+        weight.parts.append(Part(path, len(body), served_size(path, body)))
 
 
 def markdown_table(weights: list[Weight], before: dict[str, dict] | None = None) -> str:
