@@ -70,6 +70,13 @@ def test_chapter_outputs_do_not_depend_on_the_machine(path, tmp_path):
         )
 
 
+def test_the_thread_count_differs_from_the_chapters_and_fits_the_machine():
+    for cores, default in [(1, 1), (2, 2), (2, 1), (3, 3), (4, 4), (8, 3), (64, 64)]:
+        threads = perturbed_numerics.perturbed_threads(default, cores)
+        assert threads != 1 and (threads <= cores or cores < 2), (cores, default, threads)
+        assert threads != default or cores <= 2, (cores, default, threads)
+
+
 def test_the_check_catches_a_machine_dependent_number(tmp_path):
     """A float32 sum printed to all its digits: the same on this machine run after run, but not
     under another summation order. The check must report it, and must pass the stable cell."""
