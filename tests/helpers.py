@@ -887,12 +887,12 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
         page.on("console", lambda m: m.type == "error" and v.errors.append(
             f"console.error: {m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})"))
         html = (site / f"{docname}.html").read_text(encoding="utf-8")
-        page.goto(f"{book_url}/{docname}.html", wait_until="networkidle")
+        page.goto(f"{book_url}/{docname}.html", wait_until="load")
         v.weight = Weight(docname, fcp_ms=page.evaluate(SETTLE))
         v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
         v.english = page.evaluate(INTERFACE_WORDS)
         _, v.tofu = hangul_without_nanum(page, limit=400)
-        page.wait_for_load_state("networkidle")
+        page.wait_for_load_state("networkidle")      # every request of the first load answered, then counted
         add_responses(v.weight, responses, book_url, site)
         BROWSER_ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(BROWSER_ARTIFACTS / f"{screenshot_name(docname)}.png"))
