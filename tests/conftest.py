@@ -54,7 +54,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from helpers import ROOT, chromium_browser, load_page, running_in_ci, start_early
+from helpers import ROOT, UNITS_FIRST, chromium_browser, load_page, running_in_ci, start_early, unit_of
 
 settings.register_profile(
     "default",
@@ -98,46 +98,6 @@ def groups_of(item) -> tuple[str, ...]:
 
 # A test that takes one of these fixtures is in that group wherever it lives.
 FIXTURE_MARKERS = {"built_site": "book", "offline_site": "book", "browser": "browser"}
-
-
-# The units that take longest, first (measured on 2 cores); then the other slow tests and the fast
-# ones, each in the order collected. A unit named here that no longer exists is simply absent.
-UNITS_FIRST = (
-    "tests/test_assignments.py",     # release, validate and autograde a class, a late zip, Canvas (≈ 3 min)
-    "tests/test_feedback.py",        # a second class graded, its feedback pages in Chromium
-    "chapters/ko/10_placement.ipynb", "chapters/en/10_placement.ipynb",
-    "tests/test_perturbed_numerics.py",
-    "tests/test_distributed.py",
-    "tests/test_page_weight.py", "tests/test_search.py", "tests/test_print.py",
-    "chapters/ko/11_without_norm.ipynb", "chapters/en/11_without_norm.ipynb",
-    "tests/test_explorer.py", "tests/test_classroom_shell.py", "tests/test_explorer_lab.py",
-)
-# Modules whose tests share nothing costly: each test is a unit of its own.
-SPREAD = {"tests/test_perturbed_numerics.py"}
-# The tests of one page of the site (parametrized by it: docname, page) share that page's one load
-# (visit): test_browser.py's checks and axe audit, test_page_weight.py's weights.
-PAGE_TESTS = {"tests/test_browser.py", "tests/test_page_weight.py"}
-
-
-def unit_of(nodeid: str) -> str:
-    """What must run in the same pytest-xdist worker as the test ``nodeid``: its notebook (nbval's
-    cells, in order, in one kernel), its page of the site (test_browser.py), itself (SPREAD), or its
-    file (module-scoped set-up: a graded course, a server, PyTorch's test database)."""
-    file, _, rest = nodeid.partition("::")
-    if file in SPREAD:
-        return nodeid
-    if file in PAGE_TESTS and rest.endswith("]"):
-        param = rest[rest.index("[") + 1:-1]
-        if param in _site_pages():
-            return f"page {param}"
-    return file
-
-
-def _site_pages() -> set[str]:
-    if not hasattr(_site_pages, "pages"):
-        from tools.page_weight import site_pages
-        _site_pages.pages = set(site_pages())    # the books' pages, their search and index pages, index
-    return _site_pages.pages
 
 
 def pytest_xdist_make_scheduler(config, log):
