@@ -119,15 +119,14 @@ def schedule(items: list) -> None:
     """Order the items: the units of UNITS_FIRST in that order, the other slow tests, the fast ones,
     each keeping the order collected (and so each unit its order)."""
     first = {name: rank for rank, name in enumerate(UNITS_FIRST)}
-    collected = {item.nodeid: index for index, item in enumerate(items)}
-    keys = {}
-    for item in items:
+
+    def rank(item) -> tuple[int, int]:
         file = item.nodeid.partition("::")[0]
         if file in first:
-            keys[item.nodeid] = (0, first[file], collected[item.nodeid])
-        else:
-            keys[item.nodeid] = (1 if item.get_closest_marker("slow") else 2, 0, collected[item.nodeid])
-    items.sort(key=lambda item: keys[item.nodeid])
+            return 0, first[file]
+        return (1 if item.get_closest_marker("slow") else 2), 0
+
+    items.sort(key=rank)   # stable: equal ranks keep the order collected
 
 
 def pytest_collection_modifyitems(config, items):
@@ -236,7 +235,7 @@ def pytest_collection_finish(session):
     autograde, feedback of a copied course) right away, in background threads, so that it runs on the
     second core while a single-process session (WORKERS=0, one module run alone) runs everything
     else. Under pytest-xdist both cores are busy already: each module does its set-up when it starts."""
-    if hasattr(session.config, "workerinput") or session.config.pluginmanager.has_plugin("dsession"):
+    if hasattr(session.config, "workerinput"):     # (pytest-xdist's controller collects nothing)
         return
     for module in {item.module for item in session.items if getattr(item, "module", None) is not None}:
         for name, work in getattr(module, "EARLY", {}).items():

@@ -20,6 +20,7 @@ float64 truth (``test_functional.py::test_large_offset_float32`` measures both).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -176,14 +177,6 @@ def chromium_browser(purpose: str):
         browser = launch_chromium(p)
         yield browser
         browser.close()
-
-
-def start_perturbed(paths: list[Path], out: Path, jobs: int) -> subprocess.Popen:
-    """tools/perturbed_numerics.py on ``paths`` in its own process, writing its results to ``out``
-    (JSON); its output goes to ``out`` with the suffix ``.log``. The caller waits for it."""
-    with open(out.with_suffix(".log"), "w", encoding="utf-8") as log:   # the process keeps its own copy
-        return subprocess.Popen([sys.executable, str(ROOT / "tools" / "perturbed_numerics.py"), "--jobs",
-                                 str(jobs), "--json", str(out), *map(str, paths)], stdout=log, stderr=subprocess.STDOUT)
 
 
 def init_batch_norm_state(module: torch.nn.Module, num_features: int, eps: float, momentum) -> None:
@@ -927,7 +920,7 @@ PAGE_TESTS = {"tests/test_browser.py", "tests/test_page_weight.py"}
 
 def unit_of(nodeid: str) -> str:
     """What must run in the same pytest-xdist worker as the test ``nodeid``: its notebook (nbval's
-    cells, in order, in one kernel), its page of the site (test_browser.py), itself (SPREAD), or its
+    cells, in order, in one kernel), its page of the site (PAGE_TESTS), itself (SPREAD), or its
     file (module-scoped set-up: a graded course, a server, PyTorch's test database)."""
     file, _, rest = nodeid.partition("::")
     if file in SPREAD:
@@ -939,11 +932,11 @@ def unit_of(nodeid: str) -> str:
     return file
 
 
+@functools.cache
 def _site_pages() -> set[str]:
-    if not hasattr(_site_pages, "pages"):
-        from tools.page_weight import site_pages
-        _site_pages.pages = set(site_pages())    # the books' pages, their search and index pages, index
-    return _site_pages.pages
+    """The books' pages, their search and index pages, and the landing page."""
+    from tools.page_weight import site_pages
+    return set(site_pages())
 
 
 # --- Slow set-up started early, on the second core ------------------------------------------------

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import start_perturbed
 from tools import perturbed_numerics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,22 +32,19 @@ STEMS = sorted(p.stem for p in (ROOT / "chapters" / "ko").glob("*.ipynb"))
 CHAPTERS = [ROOT / "chapters" / ("ko", "en")[i % 2] / f"{stem}.ipynb" for i, stem in enumerate(STEMS)]
 
 
-def results(process: subprocess.Popen, out: Path) -> dict[str, dict]:
-    """Wait for a run of the tool and read what it wrote."""
+def check(paths: list[Path], out: Path, jobs: int = 2) -> dict[str, dict]:
+    """Run the tool on ``paths`` (its results to ``out``, JSON; its output to ``out``'s .log) and
+    read what it wrote."""
+    log = out.with_suffix(".log")
     try:
-        code = process.wait(timeout=1200)
+        with open(log, "w", encoding="utf-8") as stream:
+            code = subprocess.run([sys.executable, str(TOOL), "--jobs", str(jobs), "--json", str(out), *map(str, paths)],
+                                  stdout=stream, stderr=subprocess.STDOUT, timeout=1200, check=False).returncode
     except subprocess.TimeoutExpired:
-        process.kill()
         pytest.fail(f"{TOOL.name} did not finish within 20 minutes")
     if not out.exists():
-        log = out.with_suffix(".log")
-        pytest.fail(f"{TOOL.name} wrote no results (exit {code}):\n"
-                    + (log.read_text(encoding="utf-8")[-4000:] if log.exists() else ""))
+        pytest.fail(f"{TOOL.name} wrote no results (exit {code}):\n" + log.read_text(encoding="utf-8")[-4000:])
     return {Path(r["path"]).resolve().as_posix(): r for r in json.loads(out.read_text(encoding="utf-8"))}
-
-
-def check(paths: list[Path], out: Path, jobs: int = 2) -> dict[str, dict]:
-    return results(start_perturbed(paths, out, jobs), out)
 
 
 def test_every_chapter_is_run_in_one_language():
