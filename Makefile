@@ -87,7 +87,7 @@ notebooks: $(STAMP)
 
 ## Re-execute every chapter (or CH=01_why_normalize) under other numerics (another thread count,
 ## ATen's non-vectorised kernels, narrow-vector matrix products) and compare what nbval compares:
-## an output that changes here changes on another CPU (part of make test: tests/test_perturbed_numerics.py).
+## an output that changes here changes on another CPU (make test's nbval runs each chapter so in one language).
 perturbed: $(STAMP)
 	$(PY) tools/perturbed_numerics.py $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
 

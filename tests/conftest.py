@@ -9,8 +9,9 @@ Test groups
 Every test that builds the book, opens a browser, runs nbgrader, starts processes or executes
 notebooks carries a marker, given here by module (MODULE_MARKERS) and, for nbval, by file type:
 
-    notebooks    nbval's items (each chapter notebook re-executed in a fresh kernel) and
-                 test_perturbed_numerics.py (each chapter re-executed under other numerics)
+    notebooks    nbval's items (each chapter notebook re-executed in a fresh kernel; each
+                 chapter in one language under other numerics: PerturbedKernels) and
+                 test_perturbed_numerics.py (the perturbation's own checks)
     book         test_book.py, test_site.py, test_offline_book.py, and any test taking the
                  built_site fixture (build the site with -W as make book does, read the HTML)
     browser      test_browser.py, test_search.py, test_accessibility.py, test_print.py,
@@ -54,7 +55,17 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from helpers import ROOT, UNITS_FIRST, chromium_browser, load_page, running_in_ci, start_early, unit_of
+from helpers import (  # noqa: E402
+    ROOT,
+    UNITS_FIRST,
+    PerturbedKernels,
+    chromium_browser,
+    load_page,
+    perturbed_chapters,
+    running_in_ci,
+    start_early,
+    unit_of,
+)
 
 settings.register_profile(
     "default",
@@ -139,6 +150,30 @@ def pytest_collection_modifyitems(config, items):
         if HEAVY & {m.name for m in item.iter_markers()}:
             item.add_marker("slow")
     schedule(items)
+
+
+# --- Perturbed numerics: half of nbval's kernels run as on another CPU ---------------------------------
+
+def pytest_configure(config):
+    if config.getoption("nbval", default=False):
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="perturbed-kernels-"))
+        config._perturbed_folder = folder
+        config.pluginmanager.register(PerturbedKernels(folder, perturbed_chapters()), "perturbed-kernels")
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    folder = getattr(config, "_perturbed_folder", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_report_header(config):
+    plugin = config.pluginmanager.get_plugin("perturbed-kernels")
+    return plugin.describe() if plugin else None
 
 
 @pytest.fixture

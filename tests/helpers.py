@@ -904,15 +904,13 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
 UNITS_FIRST = (
     "tests/test_assignments.py",     # release, validate and autograde a class, a late zip, Canvas (≈ 3 min)
     "tests/test_feedback.py",        # a second class graded, its feedback pages in Chromium
-    "chapters/ko/10_placement.ipynb", "chapters/en/10_placement.ipynb",
-    "tests/test_perturbed_numerics.py",
+    "chapters/en/10_placement.ipynb", "chapters/ko/10_placement.ipynb",   # English 10 runs perturbed: longer
+    "chapters/ko/11_without_norm.ipynb", "chapters/ko/01_why_normalize.ipynb", "chapters/ko/09_distributed.ipynb",
     "tests/test_distributed.py",
     "tests/test_page_weight.py", "tests/test_search.py", "tests/test_print.py",
-    "chapters/ko/11_without_norm.ipynb", "chapters/en/11_without_norm.ipynb",
+    "chapters/en/11_without_norm.ipynb",
     "tests/test_explorer.py", "tests/test_classroom_shell.py", "tests/test_explorer_lab.py",
 )
-# Modules whose tests share nothing costly: each test is a unit of its own.
-SPREAD = {"tests/test_perturbed_numerics.py"}
 # The tests of one page of the site (parametrized by it: docname, page) share that page's one load
 # (visit): test_browser.py's checks and axe audit, test_page_weight.py's weights.
 PAGE_TESTS = {"tests/test_browser.py", "tests/test_page_weight.py"}
@@ -920,11 +918,9 @@ PAGE_TESTS = {"tests/test_browser.py", "tests/test_page_weight.py"}
 
 def unit_of(nodeid: str) -> str:
     """What must run in the same pytest-xdist worker as the test ``nodeid``: its notebook (nbval's
-    cells, in order, in one kernel), its page of the site (PAGE_TESTS), itself (SPREAD), or its
-    file (module-scoped set-up: a graded course, a server, PyTorch's test database)."""
+    cells, in order, in one kernel), its page of the site (PAGE_TESTS), or its file (module-scoped
+    set-up: a graded course, a server, PyTorch's test database)."""
     file, _, rest = nodeid.partition("::")
-    if file in SPREAD:
-        return nodeid
     if file in PAGE_TESTS and rest.endswith("]"):
         param = rest[rest.index("[") + 1:-1]
         if param in _site_pages():
@@ -937,6 +933,70 @@ def _site_pages() -> set[str]:
     """The books' pages, their search and index pages, and the landing page."""
     from tools.page_weight import site_pages
     return set(site_pages())
+
+
+# --- Perturbed numerics (tools/perturbed_numerics.py; conftest.py's PerturbedKernels) ----------------
+
+def perturbed_chapters(root: Path = ROOT) -> list[Path]:
+    """The chapter notebooks that nbval runs under perturbed numerics: each chapter in one language,
+    Korean and English in turn (chapter 1 in Korean, chapter 2 in English, ...). A chapter's two
+    notebooks have the same code and the same numbers in their outputs (test_notebooks.py), so
+    one runs as on this machine and the other as on another CPU."""
+    stems = sorted(p.stem for p in (root / "chapters" / "ko").glob("*.ipynb"))
+    return [root / "chapters" / ("ko", "en")[i % 2] / f"{stem}.ipynb" for i, stem in enumerate(stems)]
+
+
+class PerturbedKernels:
+    """A pytest plugin (conftest.py registers it when nbval runs). nbval starts the kernel of each
+    of ``notebooks`` (make test: perturbed_chapters, each chapter in one language) under
+    tools/perturbed_numerics.py's kernel_environment: ATen's non-vectorised kernels, narrow-vector
+    matrix products, another thread count. Its stored outputs are then compared as on another
+    machine, in the run that checks them anyway; the chapter's other language runs as on this one.
+    (nbval starts a notebook's kernel in the set-up of its first cell, in this process, and the
+    kernel inherits the environment of that moment.)"""
+
+    def __init__(self, folder: Path, notebooks: list[Path]):
+        from tools.perturbed_numerics import kernel_environment, perturbed_threads
+
+        self.paths = {Path(p).resolve() for p in notebooks}
+        self.threads = perturbed_threads(torch.get_num_threads())
+        self.environment = kernel_environment(folder, self.threads)
+
+    def applies(self, item) -> bool:
+        return Path(str(item.path)).resolve() in self.paths
+
+    def describe(self) -> str:
+        names = ", ".join(sorted(f"{p.parent.name}/{p.stem}" for p in self.paths))
+        settings_ = " ".join(f"{k}={v}" for k, v in self.environment.items() if k != "IPYTHONDIR")
+        return f"perturbed numerics ({settings_}, {self.threads} threads) for nbval's kernels of {names}"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item):
+        if not self.applies(item):
+            return (yield)
+        saved = {name: os.environ.get(name) for name in self.environment}
+        os.environ.update(self.environment)
+        try:
+            return (yield)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if report.failed and self.applies(item):
+            report.sections.append((
+                "perturbed numerics",
+                f"This notebook ran under {self.describe().partition(' for ')[0]}: an output that differs "
+                "here but not in the chapter's other language would differ on another machine. Print only "
+                "what is stable (float64, a bound such as normlib.book.examples.within, an asserted claim) or "
+                "tag the raw print nbval-ignore-output. `make perturbed CH=<chapter>` re-runs it alone."))
+        return report
+
 
 
 # --- Slow set-up started early, on the second core ------------------------------------------------

@@ -183,6 +183,38 @@ def test_each_source_scores_full_marks_and_each_release_zero(released):
         assert record["points"] >= 5 and record["cells"] >= 2
 
 
+def test_one_glob_names_exactly_the_assignments_asked_for():
+    known = ["01_layernorm_en", "01_layernorm_ko", "02_batchnorm_en", "02_batchnorm_ko", "05_fold_ko"]
+    assert classroom.one_glob(known, known + [".ipynb_checkpoints"]) == "*"
+    assert classroom.one_glob(["01_layernorm_ko", "01_layernorm_en"], known) == "01_layernorm_*"
+    assert classroom.one_glob(["01_layernorm_ko", "02_batchnorm_ko"], known) is None       # 0* is all five
+    assert classroom.one_glob(["02_batchnorm_en", "02_batchnorm_ko", "05_fold_ko"], known) is None
+    assert classroom.one_glob(["a[1]_x", "a[1]_y"], ["a[1]_x", "a[1]_y", "a1_z"]) == "a[[]1]_*"
+
+
+def test_a_source_nbgrader_cannot_release_is_named_and_the_others_are_released(tmp_path):
+    """Released in one nbgrader process, which fails: each is generated again alone, and the
+    failure is the broken one's (two grade cells with one id), with nbgrader's words."""
+    course = tmp_path / "assignments"
+    shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns(
+        "release", "submitted", "autograded", "feedback", "gradebook.db*", "*.csv", ".ipynb_checkpoints", "source"))
+    for name in ("01_layernorm_ko", "01_layernorm_en"):
+        shutil.copytree(ROOT / "assignments" / "source" / name, course / "source" / name)
+    notebook = course / "source" / "01_layernorm_en" / "01_layernorm.ipynb"
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    ids = [c["metadata"]["nbgrader"] for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+    ids[1]["grade_id"] = ids[0]["grade_id"]
+    notebook.write_text(json.dumps(nb), encoding="utf-8")
+    with contextlib.redirect_stdout(io.StringIO()) as console:
+        failed = classroom.generate(course, ["01_layernorm_ko", "01_layernorm_en"])
+    assert list(failed) == ["01_layernorm_en"], failed
+    assert "GenerateAssignmentApp | ERROR" in failed["01_layernorm_en"], failed
+    mine = [line.split("nbgrader ", 1)[1].rstrip(")") for line in console.getvalue().splitlines() if str(course) in line]
+    assert mine == ["generate_assignment '*' --force", "generate_assignment 01_layernorm_ko --force",
+                    "generate_assignment 01_layernorm_en --force"], mine      # (the course holds these two)
+    assert (course / "release" / "01_layernorm_ko" / "01_layernorm.ipynb").exists()
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_release_has_no_solution_and_no_hidden_test(course, released, name):
     stem = name.rsplit("_", 1)[0]

@@ -3,8 +3,9 @@ assignments/templates/feedback_page/, set up by assignments/nbgrader_config.py).
 
 A small class hands in assignment 1 in both languages (01_layernorm_ko and _en): a correct
 student, a partial one (ε added outside the square root) and one whose code raises. The course is
-a copy of assignments/, driven as a teacher does, through tools/classroom.py's command line
-(release → autograde → feedback); a grader's comment is added to the gradebook before the
+a copy of assignments/, released (generate_assignment: tests/test_assignments.py validates every
+release), then driven as a teacher does, through tools/classroom.py's command line (autograde →
+feedback); a grader's comment is added to the gradebook before the
 feedback, as the formgrader would. Then every page written to
 feedback/<student>/<assignment>/01_layernorm.html
 
@@ -49,6 +50,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from helpers import ROOT, early, hangul_without_nanum
+from tools import classroom as course_tools
 from tools import feedback_math, feedback_pages
 
 STEM = "01_layernorm"
@@ -110,13 +112,15 @@ def _comment(course: Path, student: str, name: str, text: str) -> None:
 
 
 def _graded_course(folder: Path) -> Path:
-    """A copy of assignments/ (sources, config, templates), released, handed in, autograded,
-    commented and given feedback, all through tools/classroom.py (nbgrader's processes: started
-    early, beside the rest of the session, see EARLY)."""
+    """A copy of assignments/ (sources, config, templates), released (nbgrader's generate_assignment,
+    without release's validation), handed in, autograded, commented and given feedback through
+    tools/classroom.py's command line (nbgrader's processes: started early, beside the rest of a
+    single-process session, see EARLY)."""
     course = folder / "assignments"
     shutil.copytree(ROOT / "assignments", course, ignore=shutil.ignore_patterns(
         "release", "submitted", "autograded", "feedback", "gradebook.db*", "*.csv", ".ipynb_checkpoints"))
-    _classroom(course, "release", *NAMES)
+    # generated only: make test validates every release once, in tests/test_assignments.py
+    assert course_tools.generate(course, NAMES) == {}
     for name in NAMES:
         release = json.loads((course / "release" / name / f"{STEM}.ipynb").read_text(encoding="utf-8"))
         for student, (answers, _) in _class(course, name).items():

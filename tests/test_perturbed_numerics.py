@@ -2,19 +2,18 @@
 non-vectorised kernels, narrow-vector matrix products (tools/perturbed_numerics.py).
 
 nbval re-executes the notebooks on this machine only, so a printed number that depends on the
-CPU (a training run, the last digits of a float32 sum) passes here and fails on a reader's
-machine. This re-executes every chapter under changed numerics and compares what nbval
-compares. The self-test shows that the check catches such a number.
-
-Each chapter runs in one language, Korean and English in turn: a chapter's two notebooks have the
-same code and the same numbers in their outputs (tests/test_notebooks.py checks both on every
-commit), so a number that moves under other numerics moves in both. Each chapter is a test of its
-own, so the two pytest-xdist workers share them.
+CPU (a training run, the last digits of a float32 sum) would pass here and fail on a reader's
+machine. So nbval runs each chapter in one language, Korean and English in turn, under changed
+numerics (helpers.PerturbedKernels, registered by conftest.py): a chapter's two notebooks have the
+same code and the same numbers in their outputs (tests/test_notebooks.py), so a number that moves
+under other numerics fails the perturbed one. The tests here show that the perturbation reaches
+nbval's kernels and catches such a number, and that `make perturbed`'s tool catches it too.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,48 +22,21 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from helpers import ROOT, perturbed_chapters
 from tools import perturbed_numerics
 
-ROOT = Path(__file__).resolve().parent.parent
 TOOL = Path(perturbed_numerics.__file__)
 STEMS = sorted(p.stem for p in (ROOT / "chapters" / "ko").glob("*.ipynb"))
-# chapter 1 in Korean, chapter 2 in English, ...
-CHAPTERS = [ROOT / "chapters" / ("ko", "en")[i % 2] / f"{stem}.ipynb" for i, stem in enumerate(STEMS)]
+SUM = "print(f'{x.sum().item():.9g}', f'{(x * x).sum().item():.9g}')"
+STABLE = "print(x.double().sum().item() > 0, round(x.double().mean().item(), 3))"
 
 
-def check(paths: list[Path], out: Path, jobs: int = 2) -> dict[str, dict]:
-    """Run the tool on ``paths`` (its results to ``out``, JSON; its output to ``out``'s .log) and
-    read what it wrote."""
-    log = out.with_suffix(".log")
-    try:
-        with open(log, "w", encoding="utf-8") as stream:
-            code = subprocess.run([sys.executable, str(TOOL), "--jobs", str(jobs), "--json", str(out), *map(str, paths)],
-                                  stdout=stream, stderr=subprocess.STDOUT, timeout=1200, check=False).returncode
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{TOOL.name} did not finish within 20 minutes")
-    if not out.exists():
-        pytest.fail(f"{TOOL.name} wrote no results (exit {code}):\n" + log.read_text(encoding="utf-8")[-4000:])
-    return {Path(r["path"]).resolve().as_posix(): r for r in json.loads(out.read_text(encoding="utf-8"))}
-
-
-def test_every_chapter_is_run_in_one_language():
+def test_every_chapter_runs_perturbed_in_exactly_one_language():
+    chapters = perturbed_chapters()
     assert sorted(p.stem for p in (ROOT / "chapters" / "en").glob("*.ipynb")) == STEMS
-    assert len(CHAPTERS) == len(STEMS) >= 11 and all(p.exists() for p in CHAPTERS)
-    assert {p.parent.name for p in CHAPTERS} == {"ko", "en"}
-
-
-@pytest.mark.parametrize("path", CHAPTERS[::-1], ids=lambda p: f"{p.parent.name}/{p.name}")   # the longest (10, 11) first
-def test_chapter_outputs_do_not_depend_on_the_machine(path, tmp_path):
-    result = check([path], tmp_path / "results.json", jobs=1)[path.resolve().as_posix()]
-    assert result["error"] is None, f"{path.name} failed under perturbed numerics: {result['error']}"
-    if result["differences"]:
-        cells = ", ".join(str(d["cell"]) for d in result["differences"])
-        pytest.fail(
-            f"{path.parent.name}/{path.name}: code cell(s) {cells} print other text under another thread count "
-            f"or other kernels, so they would fail nbval on another machine. Print only what is stable "
-            f"(float64, a bound such as normlib.book.examples.within, an asserted claim) or tag the raw print "
-            f"nbval-ignore-output.\n" + perturbed_numerics.report(result)
-        )
+    assert sorted(p.stem for p in chapters) == STEMS and len(STEMS) >= 11
+    assert all(p.exists() for p in chapters)
+    assert [p.parent.name for p in chapters[:4]] == ["ko", "en", "ko", "en"]
 
 
 def test_the_thread_count_differs_from_the_chapters_and_fits_the_machine():
@@ -74,20 +46,61 @@ def test_the_thread_count_differs_from_the_chapters_and_fits_the_machine():
         assert threads != default or cores <= 2, (cores, default, threads)
 
 
-def test_the_check_catches_a_machine_dependent_number(tmp_path):
+@pytest.fixture(scope="module")
+def machine_dependent(tmp_path_factory) -> Path:
     """A float32 sum printed to all its digits: the same on this machine run after run, but not
-    under another summation order. The check must report it, and must pass the stable cell."""
+    under another summation order; then a stable cell, and the kernel's thread count."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("import torch\ntorch.set_num_threads(1)\n"
                                   "x = torch.randn(1_000_003, generator=torch.Generator().manual_seed(0))"),
-        nbformat.v4.new_code_cell("print(f'{x.sum().item():.9g}', f'{(x * x).sum().item():.9g}')"),
-        nbformat.v4.new_code_cell("print(x.double().sum().item() > 0, round(x.double().mean().item(), 3))"),
+        nbformat.v4.new_code_cell(SUM),
+        nbformat.v4.new_code_cell(STABLE),
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    path = tmp_path / "machine_dependent.ipynb"
+    path = tmp_path_factory.mktemp("perturbed") / "machine_dependent.ipynb"
     nbformat.write(nb, path)
-    result = check([path], tmp_path / "results.json", jobs=1)[path.resolve().as_posix()]
+    return path
+
+
+def test_nbval_runs_the_chosen_notebooks_perturbed_and_fails_a_machine_dependent_number(machine_dependent):
+    """nbval on the notebook twice, with helpers.PerturbedKernels registered as conftest.py does:
+    naming it, the float32 sum fails with the plugin's explanation and the float64 cell passes;
+    naming another notebook, every cell passes (the kernel ran as on this machine)."""
+    folder = machine_dependent.parent
+    plugin = folder / "perturb_plugin.py"
+    plugin.write_text(
+        "import os, tempfile\nfrom pathlib import Path\nfrom helpers import PerturbedKernels\n"
+        "def pytest_configure(config):\n"
+        "    config.pluginmanager.register(PerturbedKernels(Path(tempfile.mkdtemp()), [os.environ['PERTURB']]))\n",
+        encoding="utf-8")
+
+    def nbval(perturb: Path) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PERTURB": str(perturb),
+               "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT / "tests"), str(ROOT)])}
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "perturb_plugin", "-p", "no:cacheprovider", "-p", "no:xdist",
+             "--rootdir", str(folder), "-c", os.devnull, "--nbval", "--nbval-current-env", "-rA", machine_dependent.name],
+            cwd=folder, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    perturbed = nbval(machine_dependent)
+    out = perturbed.stdout
+    assert perturbed.returncode == 1, out[-3000:] + perturbed.stderr[-2000:]
+    assert "FAILED machine_dependent.ipynb::Cell 1" in out and "PASSED machine_dependent.ipynb::Cell 2" in out, out[-3000:]
+    assert "perturbed numerics" in out and "ATEN_CPU_CAPABILITY=default" in out, out[-3000:]
+    plain = nbval(folder / "another.ipynb")
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-2000:]
+
+
+def test_the_tool_catches_a_machine_dependent_number(machine_dependent, tmp_path):
+    """`make perturbed`'s tool, on the same notebook: the float32 sum differs, the stable cell not."""
+    out = tmp_path / "results.json"
+    log = tmp_path / "results.log"
+    with open(log, "w", encoding="utf-8") as stream:
+        subprocess.run([sys.executable, str(TOOL), "--jobs", "1", "--json", str(out), str(machine_dependent)],
+                       stdout=stream, stderr=subprocess.STDOUT, timeout=300, check=False)
+    assert out.exists(), f"{TOOL.name} wrote no results:\n" + log.read_text(encoding="utf-8")[-4000:]
+    [result] = json.loads(out.read_text(encoding="utf-8"))
     assert result["error"] is None, result["error"]
     assert [d["cell"] for d in result["differences"]] == [2], perturbed_numerics.report(result)

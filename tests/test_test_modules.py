@@ -62,15 +62,13 @@ def test_a_pages_tests_share_its_one_load_across_modules():
     assert unit_of("tests/test_page_weight.py::test_chapter_6s_html_is_small[ko]") == "tests/test_page_weight.py"
 
 
-def test_a_module_stays_together_unless_its_tests_share_nothing():
+def test_a_module_stays_together():
     from helpers import unit_of
 
     assert unit_of("tests/test_assignments.py::test_a[1]") == unit_of("tests/test_assignments.py::test_b") \
         == "tests/test_assignments.py"
+    assert unit_of("tests/test_perturbed_numerics.py::test_a") == unit_of("tests/test_perturbed_numerics.py::test_b[x]")
     assert unit_of("normlib/stats.py::normlib.stats.moments") == "normlib/stats.py"
-    a = "tests/test_perturbed_numerics.py::test_chapter_outputs_do_not_depend_on_the_machine[ko/01_why_normalize.ipynb]"
-    b = "tests/test_perturbed_numerics.py::test_chapter_outputs_do_not_depend_on_the_machine[en/02_mean_variance.ipynb]"
-    assert unit_of(a) != unit_of(b)
 
 
 def test_the_units_sent_first_are_real_files():

@@ -192,18 +192,41 @@ def validate(course: Path, notebooks: list[Path], invert: bool) -> list[tuple[bo
     return verdicts
 
 
+def one_glob(names: list[str], known: list[str]) -> str | None:
+    """A pattern of nbgrader's assignment argument (a glob over source/) that matches exactly
+    ``names`` among the ``known`` assignments: ``*`` for all, else their common beginning and ``*``;
+    None when none does."""
+    import fnmatch
+    import glob
+    if sorted(names) == sorted(n for n in known if not n.startswith(".")):
+        return "*"
+    pattern = glob.escape(os.path.commonprefix(names)) + "*"
+    return pattern if sorted(fnmatch.filter(known, pattern)) == sorted(names) else None
+
+
+def generate(course: Path, names: list[str]) -> dict[str, str]:
+    """nbgrader generate_assignment for ``names``: in one process when one glob names them all (ten
+    assignments took 28.8 s one process each, 3.8 s in one), else one process each, as again when
+    the one process fails, to tell which. Returns {assignment: nbgrader's output} of those that failed."""
+    pattern = one_glob(names, assignments(course)) if len(names) > 1 else None
+    if pattern is not None and nbgrader(course, "generate_assignment", pattern, "--force").returncode == 0:
+        return {}
+    failed = {}
+    for name in names:
+        result = nbgrader(course, "generate_assignment", name, "--force")
+        if result.returncode != 0:
+            failed[name] = _tail(result)
+    return failed
+
+
 def release(course: Path, names: list[str] | None = None) -> list[dict]:
     """Generate the releases, then validate every source (full marks) and every release (zero).
 
     Returns one record per notebook and kind (``source``/``release``): assignment, notebook,
     kind, ok, points (the notebook's total), cells (graded cells) and nbgrader's output."""
     names = assignments(course, names)
-    records = []
-    for name in names:
-        result = nbgrader(course, "generate_assignment", name, "--force")
-        if result.returncode != 0:
-            records.append(dict(assignment=name, notebook=None, kind="generate", ok=False, points=0, cells=0,
-                                output=_tail(result)))
+    records = [dict(assignment=name, notebook=None, kind="generate", ok=False, points=0, cells=0, output=output)
+               for name, output in generate(course, names).items()]
     groups = {kind: [nb for name in names for nb in sorted((course / kind / name).glob("*.ipynb"))]
               for kind in ("source", "release")}
     print("$ " + nbgrader_command(course, "validate", *(str(nb.relative_to(course)) for nb in groups["source"])))

@@ -12,13 +12,19 @@ accumulated, and which kernels compute them. Each notebook runs in a fresh kerne
   order than the AVX2/AVX-512 ones the stored outputs came from);
 - ``MKL_ENABLE_INSTRUCTIONS=SSE4_2`` and ``ONEDNN_MAX_CPU_ISA=SSE41``: the matrix products
   take the narrow-vector code paths, as on an older or another vendor's CPU;
-- a different number of intra-op threads, set before the notebook's first cell; the
-  notebook's own ``torch.set_num_threads`` is then ignored, so a split reduction is split
-  differently. The chapters compute on one thread (``normlib.book.start``), so any other count
+- a different number of intra-op threads, set when the kernel starts (an IPython start-up file
+  in a temporary IPYTHONDIR, ``kernel_environment``); the notebook's own ``torch.set_num_threads``
+  is then ignored, so a split reduction is split differently. The chapters compute on one thread (``normlib.book.start``), so any other count
   perturbs them: 3 where the machine has 3 cores or more and 3 is not its default, else 2 (on a
   2-core machine 3 threads took twice as long, 58.7 s against 30.4 s for chapter 10, and split no
   differently from one thread than 2 do). Chapter 8, the one page that keeps torch's own thread
   count, then runs with its default on a 2-core machine: its timings are not compared anyway.
+
+``make test`` does not call this tool on the chapters: nbval itself starts half of them (each
+chapter in one language, tests/conftest.py) in a kernel with ``kernel_environment``, so their
+stored outputs are compared once, under the perturbation. This tool re-executes any notebooks
+(all by default) for a contributor, and make test checks on a machine-dependent notebook that it
+catches what it must.
 
 A cell whose outputs differ from the stored ones (the same fields nbval compares: text, HTML,
 streams; not images, not cells tagged ``nbval-ignore-output`` or ``nbval-skip``; memory
@@ -35,6 +41,7 @@ import multiprocessing
 import os
 import re
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -71,6 +78,16 @@ def preamble(threads: int) -> str:
         f"_torch.set_num_threads({threads})\n"
         "_torch.set_num_threads = lambda n: None  # the notebook's own choice is ignored\n"
     )
+
+
+def kernel_environment(folder: Path, threads: int, environment: dict[str, str] = ENVIRONMENT) -> dict[str, str]:
+    """The environment variables under which a Jupyter kernel started afterwards runs perturbed:
+    ``environment``, and an IPYTHONDIR in ``folder`` whose start-up file runs ``preamble(threads)``
+    before the notebook's first cell (IPython runs profile_default/startup/*.py in every kernel)."""
+    startup = Path(folder) / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-perturbed-numerics.py").write_text(preamble(threads), encoding="utf-8")
+    return {**environment, "IPYTHONDIR": str(Path(folder).resolve())}
 
 
 def sanitizers() -> list[tuple[re.Pattern, str]]:
@@ -114,7 +131,6 @@ def is_compared(cell) -> bool:
 
 def run(path: str, environment: dict[str, str] = ENVIRONMENT) -> dict:
     """Execute one notebook under the perturbation; return its differences from the stored outputs."""
-    os.environ.update(environment)
     # the kernel's OpenMP threads sleep while they wait: beside another busy process (--jobs 2, make
     # test's other worker) spinning threads took 317 s for chapter 10 instead of 36 s (numbers unchanged)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -123,19 +139,20 @@ def run(path: str, environment: dict[str, str] = ENVIRONMENT) -> dict:
     threads = perturbed_threads(torch.get_num_threads())
     stored = nbformat.read(path, as_version=4)
     fresh = nbformat.read(path, as_version=4)
-    fresh.cells.insert(0, nbformat.v4.new_code_cell(preamble(threads)))
     start = time.perf_counter()
     client = NotebookClient(fresh, timeout=300, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(Path(path).parent)}})
-    try:
-        client.execute()
-    except Exception as error:  # a cell raised, or timed out: report it as the notebook's failure
-        return {"path": path, "threads": threads, "seconds": time.perf_counter() - start,
-                "error": f"{type(error).__name__}: {str(error)[-2000:]}", "differences": []}
+    with tempfile.TemporaryDirectory(prefix="perturbed-ipython-") as ipython:
+        os.environ.update(kernel_environment(Path(ipython), threads, environment))   # the kernel inherits it
+        try:
+            client.execute()
+        except Exception as error:  # a cell raised, or timed out: report it as the notebook's failure
+            return {"path": path, "threads": threads, "seconds": time.perf_counter() - start,
+                    "error": f"{type(error).__name__}: {str(error)[-2000:]}", "differences": []}
     rules = sanitizers()
     differences = []
     code_index = 0
-    for old, new in zip(stored.cells, fresh.cells[1:], strict=True):
+    for old, new in zip(stored.cells, fresh.cells, strict=True):
         if old.cell_type != "code":
             continue
         code_index += 1
