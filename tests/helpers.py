@@ -953,7 +953,9 @@ class PerturbedKernels:
     matrix products, another thread count. Its stored outputs are then compared as on another
     machine, in the run that checks them anyway; the chapter's other language runs as on this one.
     (nbval starts a notebook's kernel in the set-up of its first cell, in this process, and the
-    kernel inherits the environment of that moment.)"""
+    kernel inherits the environment of that moment. In a single-process run, a process that a
+    background EARLY thread starts in that moment inherits it too: an nbgrader kernel then grades
+    under the perturbation, with the same grades.)"""
 
     def __init__(self, folder: Path, notebooks: list[Path]):
         from tools.perturbed_numerics import kernel_environment, perturbed_threads
