@@ -780,17 +780,8 @@ class Visit:
     phone: dict = field(default_factory=dict)             # the page resized to a phone's (helpers.on_a_phone)
 
 
-MEASURE = """async ({ hasWidgets }) => {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-  if (hasWidgets) {
-    const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
-    const deadline = Date.now() + 10000;
-    while (Date.now() < deadline &&
-           document.querySelectorAll('.anywidget-view .nx').length < views) {
-      await new Promise(r => setTimeout(r, 100));
-    }
-  }
-  await document.fonts.ready;
+# What the page shows once settled (tools.axe_audit.READY: math typeset, widgets drawn, fonts loaded).
+MEASURE = """() => {
   const rawTex = Array.from(document.querySelectorAll('.math'))
     .filter(e => !e.querySelector('mjx-container') && /\\\\[(\\[]|\\$\\$|\\\\begin\\{/.test(e.textContent))
     .map(e => e.textContent.trim().slice(0, 60));
@@ -847,7 +838,7 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
     phone (last: it turns the page's transitions off)."""
     from urllib.parse import urlsplit
 
-    from tools.axe_audit import AXE, audit_loaded
+    from tools.axe_audit import AXE, READY, audit_loaded
     from tools.local_site import isolated_context
     from tools.page_weight import SETTLE, Weight, add_responses
 
@@ -879,10 +870,10 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
         page.on("pageerror", lambda e: v.errors.append(f"uncaught: {e}"))
         page.on("console", lambda m: m.type == "error" and v.errors.append(
             f"console.error: {m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})"))
-        html = (site / f"{docname}.html").read_text(encoding="utf-8")
         page.goto(f"{book_url}/{docname}.html", wait_until="load")
         v.weight = Weight(docname, fcp_ms=page.evaluate(SETTLE))
-        v.facts = page.evaluate(MEASURE, {"hasWidgets": WIDGET_STATE in html})
+        page.evaluate(READY)
+        v.facts = page.evaluate(MEASURE)
         v.english = page.evaluate(INTERFACE_WORDS)
         _, v.tofu = hangul_without_nanum(page, limit=400)
         page.wait_for_load_state("networkidle")      # every request of the first load answered, then counted
@@ -961,31 +952,26 @@ class PerturbedKernels:
         from tools.perturbed_numerics import kernel_environment, perturbed_threads
 
         self.paths = {Path(p).resolve() for p in notebooks}
-        self.threads = perturbed_threads(torch.get_num_threads())
-        self.environment = kernel_environment(folder, self.threads)
+        threads = perturbed_threads(torch.get_num_threads())
+        self.environment = kernel_environment(folder, threads)
+        self.settings = "perturbed numerics (" + " ".join(
+            f"{k}={v}" for k, v in self.environment.items() if k != "IPYTHONDIR") + f", {threads} threads)"
 
     def applies(self, item) -> bool:
         return Path(str(item.path)).resolve() in self.paths
 
     def describe(self) -> str:
         names = ", ".join(sorted(f"{p.parent.name}/{p.stem}" for p in self.paths))
-        settings_ = " ".join(f"{k}={v}" for k, v in self.environment.items() if k != "IPYTHONDIR")
-        return f"perturbed numerics ({settings_}, {self.threads} threads) for nbval's kernels of {names}"
+        return f"{self.settings} for nbval's kernels of {names}"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item):
         if not self.applies(item):
             return (yield)
-        saved = {name: os.environ.get(name) for name in self.environment}
-        os.environ.update(self.environment)
-        try:
+        with pytest.MonkeyPatch.context() as patch:      # the environment as it was, once set up
+            for name, value in self.environment.items():
+                patch.setenv(name, value)
             return (yield)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -993,12 +979,11 @@ class PerturbedKernels:
         if report.failed and self.applies(item):
             report.sections.append((
                 "perturbed numerics",
-                f"This notebook ran under {self.describe().partition(' for ')[0]}: an output that differs "
+                f"This notebook ran under {self.settings}: an output that differs "
                 "here but not in the chapter's other language would differ on another machine. Print only "
                 "what is stable (float64, a bound such as normlib.book.examples.within, an asserted claim) or "
                 "tag the raw print nbval-ignore-output. `make perturbed CH=<chapter>` re-runs it alone."))
         return report
-
 
 
 # --- Slow set-up started early, on the second core ------------------------------------------------

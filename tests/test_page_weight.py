@@ -25,7 +25,7 @@ import re
 import pytest
 
 from helpers import ROOT
-from tools.local_site import isolated_context, serve
+from tools.local_site import isolated_context
 from tools.page_weight import kb, mb, site_pages
 
 ARTIFACTS = ROOT / "test-artifacts" / "page_weight"
@@ -63,12 +63,6 @@ def kind(page: str) -> str:
 def test_every_page_has_a_budget():
     assert {kind(p) for p in PAGES} <= set(BUDGET_MB), {kind(p) for p in PAGES} - set(BUDGET_MB)
     assert sum(1 for p in PAGES if kind(p) == "chapter") >= 22, "fewer chapter pages than the two books have"
-
-
-@pytest.fixture(scope="module")
-def weight_url(offline_site):
-    with serve(offline_site) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
@@ -152,14 +146,14 @@ BUTTON = """(b) => {
 
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("lang", ["ko", "en"])
-def test_every_header_button_shows_its_icon_and_has_a_name(browser, weight_url, lang, width):
+def test_every_header_button_shows_its_icon_and_has_a_name(browser, book_url, lang, width):
     page_name = f"{lang}/chapters/{lang}/03_batchnorm"
-    context = isolated_context(browser, weight_url)
+    context = isolated_context(browser, book_url)
     problems = []
     try:
         page = context.new_page()
         page.set_viewport_size({"width": width, "height": 800})
-        page.goto(f"{weight_url}/{page_name}.html", wait_until="networkidle")
+        page.goto(f"{book_url}/{page_name}.html", wait_until="networkidle")
         page.evaluate("document.fonts.ready")
         for name, (selector, widths) in HEADER_BUTTONS.items():
             if width not in widths:

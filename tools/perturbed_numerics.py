@@ -17,8 +17,9 @@ accumulated, and which kernels compute them. Each notebook runs in a fresh kerne
   is then ignored, so a split reduction is split differently. The chapters compute on one thread
   (``normlib.book.start``), so any other count perturbs them: 3 where the machine has 3 cores or
   more and 3 is not its default, else 2 (on a 2-core machine 3 threads took twice as long, 58.7 s
-  against 30.4 s for chapter 10, and split no differently from one thread than 2 do). Chapter 8, the one page that keeps torch's own thread
-  count, then runs with its default on a 2-core machine: its timings are not compared anyway.
+  against 30.4 s for chapter 10, and split no differently from one thread than 2 do). Chapter 8,
+  the one page that keeps torch's own thread count, then runs with its default on a 2-core
+  machine: its timings are not compared anyway.
 
 ``make test`` does not call this tool on the chapters: nbval itself starts half of them (each
 chapter in one language, tests/conftest.py) in a kernel with ``kernel_environment``, so their
