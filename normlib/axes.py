@@ -96,7 +96,7 @@ def as_normalized_shape(normalized_shape: ShapeLike, allow_empty: bool = False) 
             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
             "but got normalized_shape = (): " + say(
                 en="normalized_shape must name at least one dimension to pool (for example 4 or (2, 4))",
-                ko="normalized_shape는 통계를 낼 차원을 하나 이상 가리켜야 합니다(예: 4나 (2, 4))"))
+                ko="normalized_shape는 통계를 낼 차원을 하나 이상 가리켜야 합니다(예: 4나 (2, 4))."))
     return dims
 
 
@@ -184,7 +184,7 @@ class Sharing:
         index = tuple(index)
         if len(index) != len(self.shape) or any(not 0 <= i < s for i, s in zip(index, self.shape)):
             raise NormInputError(say(en=f"index {index} does not point into a tensor of shape {_fmt(self.shape)}",
-                                     ko=f"인덱스({index})가 모양 {_fmt(self.shape)}인 텐서 밖을 가리킵니다."))
+                                     ko=f"인덱스 {index}: 모양 {_fmt(self.shape)}인 텐서의 범위를 벗어납니다."))
         labels = self.labels()
         return labels == labels[index]
 
@@ -261,7 +261,7 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
                 en=f"group_norm splits the {channels} channels of an input of shape {_fmt(shape)} into "
                    f"num_groups={num_groups} groups of equal size",
                 ko=f"group_norm은 채널 {channels}개(입력 모양 {_fmt(shape)})를 같은 크기의 그룹 "
-                   f"num_groups={num_groups}개로 나누어야 합니다."))
+                   f"{num_groups}개로 나누어야 하는데, 나누어떨어지지 않습니다(num_groups={num_groups})."))
     size = channels // num_groups
     groups = tuple(tuple(range(g * size, (g + 1) * size)) for g in range(num_groups))
     return Sharing("group", shape, tuple(range(1, len(shape))), groups)
@@ -329,7 +329,7 @@ def sharing(
     if method in ("layer", "rms"):
         if normalized_shape is None:
             raise NormInputError(say(en=f"method {method!r} needs normalized_shape (for example the last dimension's size)",
-                                     ko=f"method {method!r}에는 normalized_shape가 필요합니다(예: 마지막 차원의 크기)"))
+                                     ko=f"method {method!r}에는 normalized_shape가 필요합니다(예: 마지막 차원의 크기)."))
         return layer_norm_axes(shape, normalized_shape, method=method)
     if normalized_shape is not None:
         raise NormInputError(say(en=f"method {method!r} takes no normalized_shape, got {normalized_shape!r}",

@@ -68,7 +68,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     if training and eps <= 0:
         raise NormInputError(f"{name} eps must be positive during training, but got {eps}: " + say(
             en=f"{name} in training mode expects eps > 0 (a batch whose values are all equal has variance 0)",
-            ko=f"학습 모드의 {name}에는 eps > 0이 필요합니다(값이 모두 같은 배치는 분산이 0입니다)"))
+            ko=f"학습 모드의 {name}에는 eps > 0이 필요합니다(값이 모두 같은 배치는 분산이 0입니다)."))
     if eps < 0:
         raise NormInputError(f"{name} eps must be non-negative, but got {eps}: " + say(
             en=f"{name} expects eps >= 0, it is added to the variance under a square root",

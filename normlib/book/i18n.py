@@ -260,7 +260,7 @@ _PAIRS = {
     "layout_table": ("4 × 3 표", "4 × 3 table"),
     # the explorers' selectors, and the alt text of their pictures (what a screen reader says)
     "choose_layout": ("입력 형태", "input layout"), "choose_method": ("정규화 방법", "method"), "choose_groups": ("그룹 수", "groups"),
-    "block_alt": ("{title}. {dims}인 블록에서 통계 {which}번을 공유하는 원소 {count}개를 칠했습니다 (통계는 모두 {total}개).",
+    "block_alt": ("{title}. {dims}인 블록에서 통계 {which}번을 공유하는 원소 {count}개를 칠한 그림 (통계는 모두 {total}개).",
                   "{title}. A block of {dims}; the {count} filled elements share statistic {which} ({total} statistics in all)."),
     "table_alt": ("{title}. {what}을 적은 {rows}행 {cols}열 표: {cells}.", "{title}. A {rows}-by-{cols} table of the {what}: {cells}."),
     "table_input_values": ("입력값", "input values"), "table_normalized_values": ("정규화한 값", "normalized values"),

@@ -46,7 +46,7 @@ PAIRS = {
                        "BOS is {share:.1%} of the tokens; its {copies} copies are the same vector in every layer (they differ by at most {same:g})"),
     "ch11:bos_attention": ("BOS 뒤 위치들이 BOS에 주는 어텐션의 평균, 블록마다: {shares} (볼 수 있는 위치에 고르게 나누면 {even:.2f})",
                            "the mean attention the positions after BOS give to BOS, per block: {shares} (spread evenly over the visible positions: {even:.2f})"),
-    "ch11:bos_claim": ("확인: 오차 비가 {ratio}보다 작은 층 {n}개 모두에서 BOS의 σ가 모든 토큰 가운데 가장 크고 나머지 중앙값의 {bos}배를 넘으며, BOS를 빼고 맞추면 오차 비가 {without}를 넘습니다. 첫 LayerNorm(임베딩 바로 뒤)의 오차 비는 {first}를 넘습니다.",
+    "ch11:bos_claim": ("확인: 오차 비가 {ratio}보다 작은 층 {n}개 모두에서 BOS의 σ가 모든 토큰 가운데 가장 크고 나머지 중앙값의 {bos}배를 넘으며, BOS를 빼고 맞추면 오차 비가 {without}보다 큽니다. 첫 LayerNorm(임베딩 바로 뒤)의 오차 비는 {first}보다 큽니다.",
                        "checked: in all {n} layers with an error ratio below {ratio}, BOS has the largest σ of all tokens, over {bos} times the rest's median, and fitted without BOS the error ratio is over {without}. The first LayerNorm's (right after the embeddings) is over {first}."),
     "ch11:lm_seeds_head": ("시드   오차 비 0.6 미만인 층   마지막 층의 오차 비: 잡힌 그대로, BOS 한 번   마지막 층의 평균 제곱 오차 (직선 / a·tanh(b·x) / 직선 둘): 잡힌 그대로 | BOS 한 번",
                            "seed   layers below 0.6   final layer's error ratio: as caught, BOS once   final layer's MSE (line / tanh / two lines): as caught | BOS once"),
