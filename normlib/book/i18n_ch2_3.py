@@ -74,4 +74,11 @@ PAIRS = {
                      "    mean ± standard error over {n} seeds   × sqrt(B)   batch size B"),
     "ghost_row": ("256, 고스트 16", "256, ghost 16"),
     "stale_off": ("뒤처진 이동 통계: 평가 출력이 최대 {diff:.3f} 어긋납니다", "stale running statistics: eval output off by up to {diff:.3f}"),
+    "ch3:channel0": ("채널 0의 값(N·H·W = 8개): {values} | μ = {mu:g}, σ² = {var:g} | 손으로 표준화한 것과 nn.BatchNorm2d의 최대 차이:",
+                     "channel 0's values (N·H·W = 8): {values} | μ = {mu:g}, σ² = {var:g} | max difference, by hand vs nn.BatchNorm2d:"),
+    "ch3:recal_seeds": ("시드 {n}개, 평가 출력이 정확한 표준화에서 어긋나는 최댓값의 평균 (최솟값–최댓값):",
+                        "over {n} seeds, the evaluation output's largest error against exact standardization: mean (min–max):"),
+    "ch3:stale": ("뒤처진 이동 통계", "stale running statistics"),
+    "ch3:recalibrated": ("다시 맞춘 이동 통계", "recalibrated running statistics"),
+    "ch3:recal_better": ("다시 맞춰서 어긋남이 줄어든 시드: {k}/{n}", "seeds in which recalibration lowered the error: {k}/{n}"),
 }
