@@ -22,6 +22,10 @@ PAIRS = {
                              "LayerNorm (4096, 1024): saved by the layer alone / with the linear layer after it (parameters not counted)"),
     "eval_bn_scale": ("평가 모드 BatchNorm의 입력 기울기와 u · γ/√(이동 분산 + ε)의 최대 절대 차이:",
                       "evaluation-mode BatchNorm, max |input gradient − u · γ/√(running var + ε)|:"),
+    "jacobian_projector": ("LayerNorm(D = {d})의 야코비 행렬, autograd와 r·(I − 11ᵀ/D − x̂x̂ᵀ/D)의 최대 절대 차이:",
+                           "LayerNorm (D = {d}), Jacobian: max |autograd − r·(I − 11ᵀ/D − x̂x̂ᵀ/D)|"),
+    "projector_check": ("ε = 0일 때 P = I − 11ᵀ/D − x̂x̂ᵀ/D에서 |P·P − P|, |P·1|, |P·x̂|의 최댓값:",
+                        "with ε = 0, P = I − 11ᵀ/D − x̂x̂ᵀ/D: max of |P·P − P|, |P·1|, |P·x̂|"),
     "variant_compiled": ("읽기 쉬운 구현 + torch.compile", "readable + torch.compile"),
     # chapter 8's printed lines
     "threads": ("스레드 {n}개", "{n} threads"),
