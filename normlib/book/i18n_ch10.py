@@ -142,8 +142,10 @@ PAIRS = {
                        "seed 0 at depth 24, recomputed in this notebook: equal to the committed values within a relative 1e-9"),
     "ch10:stream_header": ('마지막 블록 뒤 잔차 스트림의 RMS, 초기화 직후(시드 20개의 평균, 커밋된 측정)\n   L |   사후   사전',
                           'RMS of the residual stream after the last block, at initialization (mean of 20 seeds, committed sweep)\n   L |  post   pre'),
-    "ch10:head_logits": ('깊이 24인 사전 정규화 모델, 초기화 직후 출력 로짓의 표준편차:\n  마지막 LayerNorm이 없으면 {bare:.2f}, 있으면 {full:.2f}',
-                         'pre-norm model of depth 24 at initialization, standard deviation of the output logits:\n  {bare:.2f} without the final LayerNorm, {full:.2f} with it'),
+    "ch10:head_logits": ('깊이 24인 사전 정규화 모델, 초기화 직후 출력 로짓의 표준편차(시드 {n}개의 평균 ± 표준오차, 최소–최대):\n'
+                         '  마지막 LayerNorm이 없으면 {bare}\n  있으면 {full}\n  시드마다의 비(없을 때 ÷ 있을 때) {ratio}',
+                         'pre-norm models of depth 24 at initialization, standard deviation of the output logits ({n} seeds: mean ± standard error, min–max):\n'
+                         '  without the final LayerNorm {bare}\n  with it {full}\n  ratio seed by seed (without ÷ with) {ratio}'),
     "ch10:rms_where": ('RMSNorm {n}개: 블록마다 {block}\n  (어텐션 앞, MLP 앞), 그리고 마지막에 {last!r}',
                        '{n} RMSNorms: {block} in every block\n  (before attention, before the MLP), and {last!r} at the end'),
     "ch10:qk_bound": ('QK 정규화(γ = 1, β = 0)에서 로짓은 √d_head = √{d} = {bound:g} 이하\n첫 순전파의 가장 큰 로짓: {start:.2f}',
