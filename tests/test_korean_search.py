@@ -246,6 +246,14 @@ def test_the_snippet_is_the_sentence_holding_the_query(query, sentence):
     assert snippet_calls([["best", [BLOCKS, query, terms]]]) == [sentence]
 
 
+def test_an_english_word_is_matched_where_a_word_starts():
+    """The English book's snippets: "variance" is the word in "variances", not the end of "invariance"
+    (the stemmed term "varianc" is in both, so only the word match can choose)."""
+    blocks = {"prose": ["RMSNorm keeps re-scaling invariance.", "The variances of the two features differ."],
+              "code": []}
+    assert snippet_calls([["best", [blocks, "variance", ["varianc"]]]]) == ["The variances of the two features differ."]
+
+
 def test_a_long_sentence_is_cut_around_the_query():
     long = "가" * 300 + " 배치 정규화 " + "나" * 300
     [cut] = snippet_calls([["cut", [long, "배치정규화", 240]]])

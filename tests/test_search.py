@@ -9,7 +9,7 @@ search box of a book's search.html and Enter pressed; the result links are count
   recall equals its spaced form's, 100%.
 - Every listed Korean result shows, as its excerpt, a sentence of the page: no LaTeX source, no
   run of the page's hidden print outline, and on a chapter holding the query a sentence holding it.
-- Every English query does the same in the English book.
+- Every English query does the same in the English book, excerpts included (the same snippets).
 - The Korean book's search page runs the Korean split (tools/korean_search.py); no request leaves
   127.0.0.1.
 
@@ -24,7 +24,7 @@ import re
 
 import pytest
 
-from tools.korean_search import JS_SPLITTER
+from tools.korean_search import JS_SNIPPET, JS_SPLITTER
 from tools.local_site import isolated_context, serve
 from tools.search_recall import ENGLISH_QUERIES, KOREAN_QUERIES, SPACED, book_of, search_row
 
@@ -42,8 +42,8 @@ def search(browser, offline_site):
         cache = {}
 
         def run(lang: str, query: str):
-            if (lang, query) not in cache:       # the Korean excerpts checked too (test_a_korean_excerpt_...)
-                cache[lang, query] = search_row(page, url, book_of(offline_site, lang), query, snippets=lang == "ko")
+            if (lang, query) not in cache:       # the excerpts checked too (test_an_excerpt_...)
+                cache[lang, query] = search_row(page, url, book_of(offline_site, lang), query, snippets=True)
             return cache[lang, query]
 
         run.seen = seen
@@ -75,9 +75,9 @@ def test_a_korean_compound_typed_without_its_space_finds_what_its_spaced_form_fi
         f"(missed {unspaced.missed}); the spaced form finds {recall[1]}")
 
 
-@pytest.mark.parametrize("query", KOREAN_QUERIES)
-def test_a_korean_excerpt_shows_the_sentence_holding_the_query(search, query):
-    row = search("ko", query)
+@pytest.mark.parametrize("lang, query", [("ko", q) for q in KOREAN_QUERIES] + [("en", q) for q in ENGLISH_QUERIES])
+def test_an_excerpt_shows_the_sentence_holding_the_query(search, lang, query):
+    row = search(lang, query)
     assert set(row.faults) == set(row.found), "some result showed no excerpt"
     bad = {page: faults for page, faults in row.faults.items() if faults}
     assert not bad, f"{query!r}: excerpts at fault: {bad}"
@@ -93,6 +93,7 @@ def test_the_korean_search_page_splits_korean(offline_site):
     en = (offline_site / "en" / "_static" / "language_data.js").read_text(encoding="utf-8")
     assert JS_SPLITTER.strip() in ko, "the Korean book was built without tools/korean_search.py"
     assert JS_SPLITTER.strip() not in en
+    assert JS_SNIPPET.strip() in ko and JS_SNIPPET.strip() in en, "a book without the result snippets"
 
 
 def search_index(book) -> dict:

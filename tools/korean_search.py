@@ -48,7 +48,8 @@ word list nor a list of particles. Its costs: about 5,800 more terms (searchinde
 the search page only, from 56 to 85 kB gzip), and a few more false matches of the kind above (a
 page holding 이동 only as ...같이 동작...).
 
-Result snippets: searchtools.js shows 240 characters of the page's main block around the first
+Result snippets (both books; the English one loads this module for them alone, as
+:class:`SearchEnglishSnippets`): searchtools.js shows 240 characters of the page's main block around the first
 query term it finds there, which is often the hidden print outline (the page's table of contents
 for printing), a button's words or the LaTeX source of a formula. :data:`JS_SNIPPET` replaces
 ``Search.makeSearchSummary``: it reads the article only, without hidden, printed-only or button
@@ -79,7 +80,7 @@ import re
 from collections.abc import Container
 
 from sphinx.search import SearchLanguage
-from sphinx.search.en import english_stopwords
+from sphinx.search.en import SearchEnglish, english_stopwords
 
 HANGUL = "\uac00-\ud7a3"           # the 11,172 precomposed Hangul syllables, 가 to 힣
 # A run of Hangul syllables, or a run of other word characters (letters, digits, underscore).
@@ -183,10 +184,11 @@ var searchSnippet = (function () {
     return text.replace(/\s+/g, " ").trim().split(/(?<=[.?!。])\s+/).filter(function (s) { return s; });
   }
 
-  /* The query's words, Hangul ones matching with or without spaces between syllables. */
+  /* The query's words, Hangul ones matching with or without spaces between syllables, others only
+     where a word starts (variance in variances, not in invariance). */
   function wordPatterns(query) {
     return (query.match(WORDS) || []).map(function (w) {
-      return /^[\uac00-\ud7a3]/.test(w) ? w.split("").map(escape).join("\\s*") : escape(w);
+      return /^[\uac00-\ud7a3]/.test(w) ? w.split("").map(escape).join("\\s*") : "(?<![\\p{L}\\p{N}_])" + escape(w);
     });
   }
 
@@ -316,6 +318,13 @@ class SearchKorean(SearchLanguage):
         return word.lower()
 
 
+class SearchEnglishSnippets(SearchEnglish):
+    """The English book's search: Sphinx's own split and stemming, with the same result snippets
+    (:data:`JS_SNIPPET`), so an English excerpt is the sentence holding the query too, never the
+    print outline or a formula's LaTeX."""
+    js_splitter_code = JS_SNIPPET
+
+
 def new_document(app, doctree, docname) -> None:
     """Sphinx indexes each page right after resolving it: no pair across two pages."""
     lang = getattr(getattr(app.builder, "indexer", None), "lang", None)
@@ -325,5 +334,6 @@ def new_document(app, doctree, docname) -> None:
 
 def setup(app):
     app.add_search_language(SearchKorean)
+    app.add_search_language(SearchEnglishSnippets)      # replaces Sphinx's "en" in this build only
     app.connect("doctree-resolved", new_document)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -136,9 +136,10 @@ def shown_snippets(page, timeout_ms: int = 20_000) -> list[tuple[str, str]]:
 @cache
 def outline_of(page: Path) -> list[str]:
     """The entries of a built page's print outline (the title and table of contents it prints, hidden
-    on screen), white space squeezed."""
+    on screen), each entry whole (a heading or a link, inline code and all), white space squeezed."""
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-    return [" ".join(t.split()) for el in soup.select(".onlyprint") for t in el.stripped_strings]
+    entries = (el.get_text(" ") for box in soup.select(".onlyprint") for el in box.select("h1, h2, h3, a"))
+    return [" ".join(e.split()) for e in entries if e.strip()]
 
 
 def snippet_faults(book: Book, docname: str, query: str, snippet: str, holding: bool) -> list[str]:
