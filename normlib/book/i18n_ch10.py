@@ -143,7 +143,7 @@ PAIRS = {
     "ch10:stream_header": ('마지막 블록 뒤 잔차 스트림의 RMS, 초기화 직후(시드 20개의 평균, 커밋된 측정)\n   L |   사후   사전',
                           'RMS of the residual stream after the last block, at initialization (mean of 20 seeds, committed sweep)\n   L |  post   pre'),
     "ch10:head_logits": ('깊이 24인 사전 정규화 모델, 초기화 직후 출력 로짓의 표준편차(시드 {n}개의 평균 ± 표준오차, 최소–최대):\n'
-                         '  마지막 LayerNorm이 없으면 {bare}\n  있으면 {full}\n  시드마다의 비(없을 때 ÷ 있을 때) {ratio}',
+                         '  마지막 LayerNorm이 없으면 {bare}\n  있으면 {full}\n  시드별 비율(없을 때 ÷ 있을 때) {ratio}',
                          'pre-norm models of depth 24 at initialization, standard deviation of the output logits ({n} seeds: mean ± standard error, min–max):\n'
                          '  without the final LayerNorm {bare}\n  with it {full}\n  ratio seed by seed (without ÷ with) {ratio}'),
     "ch10:rms_where": ('RMSNorm {n}개: 블록마다 {block}\n  (어텐션 앞, MLP 앞), 그리고 마지막에 {last!r}',
