@@ -4,6 +4,8 @@ Chromium, and their budgets: tests/test_page_weight.py."""
 
 from __future__ import annotations
 
+import re
+
 import gzip
 from pathlib import Path
 
@@ -60,6 +62,22 @@ def test_search_tools_stay_on_the_search_page_only():
     menu = '<img alt="Colab 로고" src="../../_static/images/logo_colab.png">'
     assert light_pages.lighter(menu, "x") == '<img loading="lazy" alt="Colab 로고" src="../../_static/images/logo_colab.png">'
     assert light_pages.lighter('<img src="fig.png">', "x") == '<img src="fig.png">', "only the menu's logos"
+
+
+CODE = ('<div class="highlight"><pre><span></span><span class="n">x</span><span class="w"> </span>'
+        '<span class="o">=</span><span class="w"> </span><span class="n">torch</span><span class="o">.</span>'
+        '<span class="n">zeros</span><span class="p">(</span><span class="mi">3</span><span class="p">)</span>'
+        '<span class="w">  </span><span class="c1"># 0</span>\n</pre></div>')
+
+
+def test_plain_code_tokens_are_bare_text_and_the_coloured_ones_keep_their_span():
+    out = light_pages.lighter(CODE, "chapters/ko/06_family")
+    assert re.sub(r"<[^>]+>", "", out) == re.sub(r"<[^>]+>", "", CODE), "the code's text changed"
+    assert not re.search(r'<span class="(n|p|w)">', out), out
+    assert {c: out.count(f'<span class="{c}">') for c in ("o", "mi", "c1")} == {"o": 2, "mi": 1, "c1": 1}
+    assert len(out) < 0.6 * len(CODE)
+    outside = '<p><span class="n">N</span> samples</p>'
+    assert light_pages.lighter(outside, "x") == outside, "only code blocks are touched"
 
 
 NANUM_TTF = next(iter(sorted(ROOT.glob(".venv/lib/python*/site-packages/koreanize_matplotlib/fonts/NanumGothic.ttf"))),

@@ -90,6 +90,24 @@ def test_chapter_6s_html_is_small(offline_site, lang):
     assert size <= CHAPTER_6_HTML_KB * 1000, f"{html.relative_to(offline_site)}: {kb(size)}, budget {CHAPTER_6_HTML_KB} kB"
 
 
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_unwrapped_code_tokens_are_drawn_in_the_blocks_own_colour(offline_site, lang):
+    """tools/light_pages.py leaves names, punctuation and white space of a code block as bare text; that
+    changes nothing a reader sees only while the theme's pygments.css gives those classes exactly the
+    block's colour, in light and in dark mode."""
+    from tools.light_pages import PLAIN
+    css = (offline_site / lang / "_static" / "pygments.css").read_text(encoding="utf-8")
+    for mode in ("light", "dark"):
+        scope = f'html[data-theme="{mode}"] .highlight'
+        block = re.search(re.escape(scope) + r" \{[^}]*?color: (#[0-9A-Fa-f]+)", css)
+        assert block, f"{lang} pygments.css: no colour for {scope}"
+        for name in PLAIN:
+            rule = re.search(re.escape(f"{scope} .{name} ") + r"\{([^}]*)\}", css)
+            declared = rule.group(1).strip() if rule else None
+            assert declared in (None, f"color: {block.group(1)}"), \
+                f"{lang}, {mode}: .{name} is drawn as {declared!r}, the block as color: {block.group(1)}"
+
+
 REPLACED = {
     "_static/scripts/fontawesome.js": "the theme's Font Awesome script (tools/icons.py drops it)",
     "_static/vendor/fontawesome/webfonts/": "a whole Font Awesome font: an icon missing from tools/icons.py's subset",
