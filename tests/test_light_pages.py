@@ -4,9 +4,8 @@ Chromium, and their budgets: tests/test_page_weight.py."""
 
 from __future__ import annotations
 
-import re
-
 import gzip
+import re
 from pathlib import Path
 
 import pytest
