@@ -25,6 +25,7 @@ import re
 import pytest
 
 from helpers import ROOT
+from tools.light_pages import PLAIN
 from tools.local_site import isolated_context
 from tools.page_weight import kb, mb, site_pages
 
@@ -95,7 +96,6 @@ def test_the_unwrapped_code_tokens_are_drawn_in_the_blocks_own_colour(offline_si
     """tools/light_pages.py leaves names, punctuation and white space of a code block as bare text; that
     changes nothing a reader sees only while the theme's pygments.css gives those classes exactly the
     block's colour, in light and in dark mode."""
-    from tools.light_pages import PLAIN
     css = (offline_site / lang / "_static" / "pygments.css").read_text(encoding="utf-8")
     for mode in ("light", "dark"):
         scope = f'html[data-theme="{mode}"] .highlight'
