@@ -349,7 +349,7 @@ def test_per_row_statistics_name_the_worst_row():
     ours, torch_y = student(x, (3,), weight, bias, 0.01), F.layer_norm(x, (3,), weight, bias, 0.01)
     worst_row = int((ours.var(1, correction=0) - torch_y.var(1, correction=0)).abs().argmax())
     message = str(failure(ex.check_layer_norm, student, "en"))
-    var_line = next(line for line in message.splitlines() if "variance per row" in line)
+    var_line = next(line for line in message.splitlines() if "variance of the output per row" in line)
     assert f"row {worst_row}:" in var_line, var_line          # one index, not a tuple "(1,)"
 
 
@@ -562,3 +562,24 @@ def test_every_section_a_hint_names_is_a_heading_of_that_chapter(lang):
     for key in keys:
         chapter = int(key.split(":")[-1][:2])
         assert i18n.text(key, lang) in headings.get(chapter, set()), (key, lang, sorted(headings.get(chapter, ())))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_per_channel_lines_of_the_evaluation_test_are_about_the_output(lang):
+    # evaluation mode normalized without eps: the lines about each channel's mean and variance name
+    # the output, so they do not read as if they were about running_mean and running_var
+    class NoEpsInEval(make_batch_norm()):
+        def forward(self, x):
+            if self.training:
+                return super().forward(x)
+            view = (1, -1) + (1,) * (x.dim() - 2)
+            x_hat = (x - self.running_mean.reshape(view)) / self.running_var.reshape(view).sqrt()
+            return x_hat * self.weight.reshape(view) + self.bias.reshape(view)
+
+    error = failure(ex.check_batch_norm_eval, NoEpsInEval, lang)
+    assert error.diagnoses == ("no_eps",)
+    channel = i18n.text("ex:group:channel", lang)
+    lines = [line for line in str(error).splitlines() if channel in line and "running" not in line]
+    assert len(lines) == 2, str(error)
+    for line in lines:
+        assert ("출력의 채널별" if lang == "ko" else "of the output per channel") in line, line

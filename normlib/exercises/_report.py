@@ -71,6 +71,7 @@ class _Report:
         self.diagnoses: List[str] = []
         self.sections: List[str] = []
         self.values_differ = False              # numbers compared and found different: worth a diagnosis
+        self.during: Optional[str] = None       # key of a line naming the call under way (a test mixing modes)
 
     def t(self, key: str, **kwargs) -> str:
         return text(key, self.lang).format(**kwargs)
@@ -116,6 +117,8 @@ class _Report:
 
     def _delegated(self, call: str, autograd: bool, cause: Optional[BaseException] = None):
         self.lines = [self.t("ex:delegated_autograd" if autograd else "ex:delegated", call=call)]
+        if self.during:
+            self.lines.append(self.t(self.during))
         self.diagnoses, self.sections, self.values_differ = ["delegated"], [], False
         self.fail(cause)
 

@@ -64,9 +64,10 @@ def _subsets(ndim: int) -> List[Tuple[int, ...]]:
     return [c for r in range(1, ndim + 1) for c in itertools.combinations(range(ndim), r)]
 
 
-def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, group: str, tol: float) -> None:
-    """Is the mean / the variance per group of the student's output off (beyond ``tol``, as the
-    elements are judged)? Name the worst group."""
+def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, group: str, tol: float,
+                 what: str) -> None:
+    """Is the mean / the variance per group of ``what`` (the student's output) off (beyond ``tol``,
+    as the elements are judged)? Name the worst group."""
     kept = [d for d in range(len(pool.view or got.shape)) if d not in pool.dims]
     for stat_key, index in (("mean", 0), ("variance", 1)):
         g = pool.moments(got.detach().double())[index]
@@ -74,11 +75,11 @@ def _group_lines(report: _Report, got: Tensor, expected: Tensor, pool: _Pool, gr
         diff = torch.nan_to_num((g - e).abs(), nan=math.inf)
         stat, word = text(stat_key, report.lang), report.t(group)
         if bool((diff <= tol * (1 + e.abs())).all()):
-            report.add("ex:group_ok", group=word, stat=stat)
+            report.add("ex:group_ok", what=what, group=word, stat=stat)
             continue
         idx = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
         where = [idx[d] for d in kept]              # one index: "row 1", not "row (1,)"
-        report.add("ex:group_off", group=word, stat=stat, index=str(where[0]) if len(where) == 1 else _fmt(where),
+        report.add("ex:group_off", what=what, group=word, stat=stat, index=str(where[0]) if len(where) == 1 else _fmt(where),
                    got=_num(float(g[idx])), expected=_num(float(e[idx])))
 
 
@@ -143,11 +144,12 @@ def _check_normalized(report: _Report, got, expected: Tensor, x: Tensor, spec: _
                       what: Optional[str] = None) -> None:
     """Compare a normalization's output; on a difference, say what and why, and raise."""
     tol = _tol(expected.dtype)
-    status = _compare(report, what or report.t("ex:output"), got, expected, tol)
+    what = what or report.t("ex:output")
+    status = _compare(report, what, got, expected, tol)
     if status == "ok":
         return
     if status == "values":
-        _group_lines(report, got, expected, spec.pool, spec.group, tol)
+        _group_lines(report, got, expected, spec.pool, spec.group, tol, what)
         _explain(report, got, x, spec, weight, bias, tol)
     report.fail()
 

@@ -116,26 +116,37 @@ def _running_trajectory(batches: Sequence[Tensor], momentum: Optional[float], un
     return torch.stack(means), torch.stack(variances)
 
 
+# What each way of getting the running statistics wrong is called: (schedule, swapped) -> diagnosis.
+# "frozen" is m = 0: not swapped, the statistics never move; swapped, (1 − 0)·batch, they are
+# overwritten by each batch's (the momentum left out). "fixed" is m = 0.1 whatever was passed.
+_RUNNING_SLIPS = {("frozen", False): "not_updated", ("frozen", True): "running_overwritten",
+                  ("right", True): "momentum_swapped", ("fixed", False): "momentum_fixed",
+                  ("shifted", False): "momentum_none_shifted"}
+_RUNNING_ORDER = ("running_overwritten", "not_updated", "momentum_swapped", "momentum_fixed", "momentum_none_fixed",
+                  "momentum_none_shifted", "running_biased")
+
+
 def _explain_running(report: _Report, got: Tuple[Tensor, Tensor], batches, momentum) -> None:
-    schedules = ["right", "frozen"] + (["fixed", "shifted"] if momentum is None else [])
+    """Name the slips whose running statistics equal the student's after every batch."""
+    schedules = ["right", "frozen"] + (["fixed"] if momentum != 0.1 else []) + (["shifted"] if momentum is None else [])
     found = set()
     for which, got_stat in enumerate(got):             # running_mean, then running_var
         for unbiased, schedule, swapped in itertools.product((True, False), schedules, (False, True)):
-            if (which == 0 and not unbiased) or (momentum is None and swapped):
+            if (which == 0 and not unbiased) or (swapped and schedule in ("fixed", "shifted")):
                 continue
             candidate = _running_trajectory(batches, momentum, unbiased, schedule, swapped)[which]
             if _close(got_stat, candidate, 1e-6):
-                if schedule != "right":
-                    found.add({"frozen": "not_updated", "fixed": "momentum_none_fixed",
-                               "shifted": "momentum_none_shifted"}[schedule])
-                if swapped:
-                    found.add("momentum_swapped")
+                name = _RUNNING_SLIPS.get((schedule, swapped))
+                if name == "momentum_fixed" and momentum is None:
+                    name = "momentum_none_fixed"
+                if name is not None:
+                    found.add(name)
                 if not unbiased:
                     found.add("running_biased")
                 break
-    for name in ("not_updated", "momentum_swapped", "momentum_none_fixed", "momentum_none_shifted", "running_biased"):
+    for name in _RUNNING_ORDER:
         if name in found:
-            report.diagnose(name, f"ex:diag:{name}", "ex:sec:03_train_eval")
+            report.diagnose(name, f"ex:diag:{name}", "ex:sec:03_train_eval", momentum=momentum)
 
 
 def check_batch_norm_running(cls, lang: str = "en", *, momentum: Optional[float] = 0.1, shape=(6, 3, 4),
@@ -154,6 +165,7 @@ def check_batch_norm_running(cls, lang: str = "en", *, momentum: Optional[float]
     module, _, _ = _module(report, cls, shape[1], eps, momentum, gen)
     reference = torch.nn.BatchNorm1d(shape[1], eps=eps, momentum=momentum, dtype=torch.float64)
     module.train()
+    report.during = "ex:during_train"               # a delegation says which call made it (training …
     got: List[list] = [[], []]
     wanted: List[list] = [[], []]
     for x in data:
@@ -173,6 +185,7 @@ def check_batch_norm_running(cls, lang: str = "en", *, momentum: Optional[float]
             _explain_running(report, (torch.stack(got[0]), torch.stack(got[1])), data, momentum)
             report.fail()
     module.eval()
+    report.during = "ex:during_eval"                # … or this one evaluation call after them)
     before = (module.running_mean.detach().clone(), module.running_var.detach().clone())
     report.call(module, data[0].clone())
     _check_running_unchanged(report, module, *before)
@@ -202,7 +215,8 @@ def check_batch_norm_eval(cls, lang: str = "en", *, shapes=((8, 3), (6, 3, 4)), 
         expected = F.batch_norm(x, running_mean, running_var, weight, bias, training=False, eps=eps)
         status = _compare(report, report.t("ex:output"), got, expected, _tol(x.dtype))
         if status == "values":
-            _group_lines(report, got, expected, _batch_spec(x, eps).pool, "ex:group:channel", _tol(x.dtype))
+            _group_lines(report, got, expected, _batch_spec(x, eps).pool, "ex:group:channel", _tol(x.dtype),
+                         report.t("ex:output"))
             slips = {
                 "eval_batch": F.batch_norm(x, None, None, weight, bias, training=True, eps=eps),
                 "no_eps": F.batch_norm(x, running_mean, running_var, weight, bias, training=False, eps=0.0),

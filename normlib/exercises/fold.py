@@ -95,15 +95,17 @@ def _describe(conv: nn.Module) -> str:
 
 
 def _fold(conv, bn, *, conv_bias: bool = True, eps: Optional[float] = None, std_eps: bool = False,
-          var_factor: float = 1.0) -> Tuple[Tensor, Tensor]:
+          var_factor: float = 1.0, unscaled_mean: bool = False) -> Tuple[Tensor, Tensor]:
     """(W', b') by the formula, or with the named slips: the conv bias left out, another ε,
-    ε outside the square root (√var + ε), the running variance times a factor."""
+    ε outside the square root (√var + ε), the running variance times a factor, the shift
+    t = β − μ (μ not scaled by s)."""
     eps = bn.eps if eps is None else eps
     var = bn.running_var.detach() * var_factor
     scale = bn.weight.detach() / (var.sqrt() + eps if std_eps else (var + eps).sqrt())
     b = conv.bias.detach() if conv_bias and conv.bias is not None else torch.zeros_like(scale)
     weight = conv.weight.detach() * scale.reshape((-1,) + (1,) * (conv.weight.dim() - 1))
-    return weight, scale * (b - bn.running_mean.detach()) + bn.bias.detach()
+    mean = bn.running_mean.detach()
+    return weight, scale * b - (mean if unscaled_mean else scale * mean) + bn.bias.detach()
 
 
 def _scale_factor(s: Tensor, bn) -> Optional[float]:
@@ -133,6 +135,7 @@ def _explain(report: _Report, result, conv, bn, x: Tensor, got_output: Optional[
         candidates["fold_no_conv_bias"] = _fold(conv, bn, conv_bias=False)
     candidates["fold_std_eps"] = _fold(conv, bn, std_eps=True)
     candidates["fold_no_eps"] = _fold(conv, bn, eps=0.0)
+    candidates["shift_unscaled_mean"] = _fold(conv, bn, unscaled_mean=True)
     factor = _implied_factor(getattr(result, "weight", None), conv, bn)
     if factor is not None:
         candidates["fold_var_scaled"] = _fold(conv, bn, var_factor=factor)
