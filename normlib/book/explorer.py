@@ -64,6 +64,10 @@ WORD_KEYS = (
     "nx_block_image", "nx_block_sequence", "nx_feature", "nx_sample", "nx_table_input", "nx_table_caption",
     "nx_stats_caption", "nx_statistic", "nx_running", "nx_momentum", "nx_momentum_none", "nx_step",
     "nx_reset", "nx_steps", "nx_error_one_value", "nx_error_one_position",
+    "nx_summary_one", "nx_stats_caption_one", "nx_uses_running", "nx_members", "nx_members_rms",
+    "nx_error_eps_training", "nx_error_eps_negative", "nx_bad_number", "nx_bad_empty", "nx_bad_ambiguous",
+    "nx_bad_huge", "nx_bad_whole", "nx_bad_range", "nx_bad_eps_training", "nx_bad_eps_negative",
+    "nx_why_zero", "nx_why_negative", "nx_why_overflow", "nx_why_other",
 )
 
 
@@ -172,8 +176,12 @@ class Explorer(anywidget.AnyWidget):
             raise ValueError(f"table must hold 12 values (4 × 3); got {len(self.table)}")
         if self.image_shape[1] % self.groups:
             raise ValueError(f"groups must divide C = {self.image_shape[1]}; got {self.groups}")
-        if not self.eps >= 0:
-            raise ValueError(f"eps must be >= 0; got {self.eps}")
+        if not math.isfinite(self.eps):
+            raise ValueError(f"eps must be a finite number; got {self.eps}")
+        if self.method == "batch" and (self.eps < 0 or (self.training and self.eps == 0)):
+            # torch's words (F.batch_norm): LayerNorm, RMSNorm, GroupNorm, InstanceNorm take any eps
+            raise ValueError(f"batch_norm eps must be {'positive during training' if self.training else 'non-negative'}, "
+                             f"but got {self.eps}")
 
     def input(self) -> torch.Tensor:
         """The tensor shown, as the layout holds it: (N, C, H·W), (B, L, D) or the (4, 3) table."""
