@@ -163,16 +163,21 @@ feedback: $(STAMP)
 
 ## File a learning platform's bulk download of submissions (Moodle, Canvas, Google Classroom, or a folder of
 ## <id>.ipynb) at assignments/submitted/<student id>/<assignment>/ (tools/collect.py): make collect
-## ZIP=<download.zip> ASSIGNMENT=01_layernorm_ko. What it cannot place is kept in assignments/collected/ and named.
+## ZIP=<download.zip> ASSIGNMENT=01_layernorm_ko. What it cannot place is kept in assignments/collected/ and named;
+## ASSIGN="<file>:<student id>" (several: separated by ;) places such a file. A file older than the one there is
+## kept aside, not put in place (FORCE=1 puts it in place).
 collect: $(STAMP)
 	@test -n "$(ZIP)" -a -n "$(ASSIGNMENT)" || { echo "make collect needs ZIP=<the platform's download> ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
-	$(PY) -m tools.collect "$(ZIP)" $(ASSIGNMENT) --course $(COURSE)
+	$(PY) -m tools.collect "$(ZIP)" $(ASSIGNMENT) --course $(COURSE) $(if $(ASSIGN),--assign "$(ASSIGN)") $(if $(FORCE),--force)
 
 ## Write assignments/students.csv from the platform's class list as exported (CSV in UTF-8, UTF-16 or CP949;
-## Korean or English headers): make roster FILE=<export.csv> (tools/roster.py).
+## Korean or English headers): make roster FILE=<export.csv> (tools/roster.py). ADD=1 merges it by id into the
+## list there (a course on several platforms, or a university list and a platform's); without ADD, a different
+## list there is kept as students.<time>.csv before it is replaced. PLATFORM=moodle|canvas|list when the headers
+## do not say it.
 roster: $(STAMP)
 	@test -n "$(FILE)" || { echo "make roster needs FILE=<the platform's class list, exported as CSV>"; exit 2; }
-	$(PY) -m tools.roster "$(FILE)" --course $(COURSE)
+	$(PY) -m tools.roster "$(FILE)" --course $(COURSE) $(if $(ADD),--add) $(if $(PLATFORM),--platform $(PLATFORM))
 
 ## The grades of one assignment as the platform imports them: make grades-export PLATFORM=moodle|canvas|simple
 ## ASSIGNMENT=01_layernorm_ko [MISSING=zero] [COLUMN="Assignment 1 (12345)"]; writes assignments/export/.

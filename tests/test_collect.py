@@ -84,7 +84,7 @@ def test_headers_in_english_moodle_s_and_canvas_s_exports(tmp_path):
     path.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (777)\n    Points Possible,,,,,6.00\n"
                     "\"Kim, Sumin\",12345,20231234,sumin,A,\n", encoding="utf-8")
     (student,) = roster.read(path)[0]
-    assert (student.id, student.platform_id, student.login, student.section, student.name) == \
+    assert (student.id, student.canvas_id, student.canvas_login, student.section, student.name) == \
         ("20231234", "12345", "sumin", "A", "Kim, Sumin")
     assert "kimsumin" in roster.name_keys(student) and "suminkim" in roster.name_keys(student)
 
@@ -110,7 +110,7 @@ def test_make_roster_writes_students_csv_that_excel_opens(tmp_path, course, caps
     assert raw.startswith(b"\xef\xbb\xbfid,name,first_name,last_name,email,")
     assert "20231234,김수민,,,sumin@example.kr" in raw.decode("utf-8-sig")
     out = capsys.readouterr().out
-    assert "CP949 (EUC-KR), 5 students" in out and "id from column '학번'" in out
+    assert "CP949 (EUC-KR), a list without a platform, 5 students" in out and "id from column '학번'" in out
 
 
 # --------------------------------------------------------------------------- collect
@@ -151,7 +151,9 @@ def test_a_moodle_download_is_filed_by_name_with_nothing_lost(tmp_path, course, 
     assert [s.id for s in report.missing] == ["20230003"]
     collect.print_report(report, tmp_path / "moodle.zip", ASSIGNMENT, course, "make autograde")
     out = capsys.readouterr().out
-    assert "홍길동 is not in students.csv" in out and "what to do: add the student to students.csv" in out
+    assert "홍길동 is not in students.csv" in out
+    assert "what to do: if the student is on students.csv under another name, place it: " in out
+    assert "if not on it, add them (make roster FILE=<the platform's class list> ADD=1)" in out
     assert "4 new, 0 replaced, 0 unchanged; 2 not placed" in out
     rows = collect.manifest(course, ASSIGNMENT)
     assert rows["20231234"]["prefix"] == "김수민_12345_assignsubmission_file_"
@@ -262,20 +264,19 @@ def _csv(path: Path) -> list[list[str]]:
 def test_grades_for_moodle_canvas_and_a_two_column_upload(graded_course):
     path = platform_export.write_grades(graded_course, "moodle", ASSIGNMENT)
     assert path.name == f"{ASSIGNMENT}_moodle_grades_not-submitted-empty.csv"
-    # Moodle's grade import: a header row, a user column mapped to "ID number", a column per grade item
+    # Moodle's grade import: a header row, a user column mapped to "ID number", a column per grade item; the
+    # not graded (20230001) and the not submitted (20235678) are left out: an empty cell would clear a grade
     assert _csv(path) == [["ID number", "Full name", "Email address", ASSIGNMENT],
-                          ["20230001", "박지호", "jiho@example.kr", ""],
-                          ["20231234", "김수민", "sumin@example.kr", "4"],
-                          ["20235678", "송유나", "yuna@example.kr", ""]]
+                          ["20231234", "김수민", "sumin@example.kr", "4"]]
     path = platform_export.write_grades(graded_course, "simple", ASSIGNMENT, missing="zero")
     assert path.name.endswith("not-submitted-0.csv") and path.read_bytes().startswith(b"\xef\xbb\xbf")
-    assert _csv(path) == [["학번", "점수"], ["20230001", ""], ["20231234", "4"], ["20235678", "0"]]
+    assert _csv(path) == [["학번", "점수"], ["20231234", "4"], ["20235678", "0"]]
     # Canvas's gradebook import takes its export's layout: Student, ID, SIS User ID, SIS Login ID, Section, then
     # one column per assignment named "<name> (<Canvas's number>)"
     path = platform_export.write_grades(graded_course, "canvas", ASSIGNMENT, column="과제 1 (4321)")
     table = _csv(path)
     assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "과제 1 (4321)"]
-    assert table[2] == ["김수민", "", "20231234", "", "", "4"]
+    assert table[1:] == [["김수민", "", "20231234", "", "", "4"]]
 
 
 def test_grades_export_refuses_what_it_cannot_do(graded_course):

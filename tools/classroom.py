@@ -773,7 +773,26 @@ def feedback(course: Path, names: list[str] | None = None, force: bool = False) 
             print(f"  {label}: {shown(page)}")
     print(f"{len(after)} feedback pages under {shown(course / 'feedback')}/<student>/<assignment>/: "
           f"{len(new)} new, {len(changed)} changed, {len(after) - len(new) - len(changed)} as before")
+    for name in assignments(course, names):
+        for line in without_page(course, name):
+            print(f"  {line}")
     return sorted(after)
+
+
+def without_page(course: Path, assignment: str) -> list[str]:
+    """The students of ``assignment`` in grades.csv who handed something in and have no feedback page,
+    with why (a line to print; none when every one has a page)."""
+    path = course / "grades.csv"
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("assignment") == assignment and r.get("status") != "not submitted"]
+    lacking = [r for r in rows if not any((course / "feedback" / r["student_id"] / assignment).glob("*.html"))]
+    if not lacking:
+        return []
+    return [f"{assignment}: no feedback page for {len(lacking)} who handed something in: " + "; ".join(
+        f"{r['student_id']} ({'not graded: ' + r['note'] if r['status'] == 'not graded' else 'graded; run make feedback'})"
+        for r in lacking) + ". Tell them yourself"]
 
 
 def main(argv: list[str]) -> int:
@@ -790,7 +809,11 @@ def main(argv: list[str]) -> int:
     if args.command == "release":
         return 0 if all(r["ok"] for r in release(course, args.assignments)) else 1
     if args.command == "autograde":
-        return 1 if autograde(course, args.assignments, args.timeout, args.force).problems else 0
+        problems = autograde(course, args.assignments, args.timeout, args.force).problems
+        if problems:
+            print(f"\nexit status 1: {len(problems)} problem{'s' * (len(problems) != 1)} above need{'s' * (len(problems) == 1)} "
+                  "you (each with what to do); not a crash: everything else is graded and in grades.csv")
+        return 1 if problems else 0
     feedback(course, args.assignments, args.force)
     return 0
 

@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import glob
 import io
 import os
 import re
+import shlex
 import shutil
 import sys
 import unicodedata
@@ -65,6 +67,7 @@ class _Pattern(FileNameCollectorPlugin):
     """A platform's file-name pattern; as an nbgrader collector plugin, it reads the base name."""
     label = ""
     example = ""
+    platform = ""           # the platform's name in students.csv's platform column, when it has one
 
     def collect(self, submitted_file: str):
         found = super().collect(submitted_file) if submitted_file.endswith(".ipynb") else None
@@ -76,7 +79,7 @@ class _Pattern(FileNameCollectorPlugin):
 
 
 class Moodle(_Pattern):
-    label, example = "Moodle", "김수민_12345_assignsubmission_file_01_layernorm.ipynb"
+    label, example, platform = "Moodle", "김수민_12345_assignsubmission_file_01_layernorm.ipynb", "moodle"
     named_regexp = r"^(?P<name>.+?)_(?P<student_id>\d+)_assignsubmission_(?P<plugin>[a-z]+)(?:_(?P<file_id>.*))?$"
 
     def prefix(self, m: dict) -> str:
@@ -84,8 +87,9 @@ class Moodle(_Pattern):
 
 
 class Canvas(_Pattern):
-    label, example = "Canvas", "kimsumin_12345_67890_01_layernorm.ipynb"
-    named_regexp = r"^(?P<name>[^_]+?)(?P<late>_LATE)?_(?P<student_id>\d+)_(?P<attachment>\d+)_(?P<file_id>.+)$"
+    label, example, platform = "Canvas", "kimsumin_12345_67890_01_layernorm.ipynb", "canvas"
+    # late: _LATE_ (Canvas now), _late_ (Canvas before), in any case
+    named_regexp = r"^(?P<name>[^_]+?)(?P<late>_(?i:late))?_(?P<student_id>\d+)_(?P<attachment>\d+)_(?P<file_id>.+)$"
 
     def prefix(self, m: dict) -> str:
         return f"{m['name']}{m['late'] or ''}_{m['student_id']}_{m['attachment']}_"
@@ -225,12 +229,20 @@ def owner(fmt: _Pattern, head: str, students: list[rosters.Student]) -> Owner:
         sid = number or rosters.normal_name(name)
         return Owner(rosters.Student(sid, name=name), "no students.csv: the platform's "
                      + ("number" if number else "name"), prefix, shown_as)
-    by_number = [s for s in students if number and number in (s.id, s.platform_id)]
+    # a number is the student's id in a plain folder, Canvas's user number in Canvas's download; Moodle's is a
+    # participant number of the assignment, which the roster does not hold
+    by_number = [s for s in students if number and number == (s.canvas_id if isinstance(fmt, Canvas) else
+                                                               s.id if isinstance(fmt, PlainFolder) else None)]
     if len(by_number) == 1:
-        return Owner(by_number[0], "id on the roster" if by_number[0].id == number else "platform number on the roster",
+        return Owner(by_number[0], "id on the roster" if by_number[0].id == number else f"{fmt.label} number on the roster",
                      prefix, shown_as)
     key = rosters.normal_name(name)
     by_name = [s for s in students if key and key in rosters.name_keys(s)]
+    on_platform = [s for s in by_name if fmt.platform in s.platforms]
+    if len(by_name) > 1 and len(on_platform) == 1:          # one of them is on this platform (students.csv says)
+        return Owner(on_platform[0], f"name on the roster, the one on {fmt.label}", prefix, shown_as)
+    if len(by_name) > 1 and on_platform:
+        by_name = on_platform
     if len(by_name) == 1:
         return Owner(by_name[0], "name on the roster", prefix, shown_as)
     if len(by_name) > 1:
@@ -253,8 +265,9 @@ class Placement:
     target: str = ""        # the released notebook's name, or "" when not placed
     why: str = ""
     remedy: str = ""
-    result: str = ""        # new / replaced / unchanged
+    result: str = ""        # new / replaced / unchanged / older (the one there is newer, and stays)
     owner: Owner | None = None
+    kept: Path | None = None    # the version kept in replaced/: the old one replaced, or this one when older
 
 
 def choose(files: list[Entry], released: list[str], head_of) -> tuple[dict[str, tuple[Entry, str]], list[tuple[Entry, str]]]:
@@ -311,15 +324,40 @@ def released_notebooks(course: Path, assignment: str) -> list[str]:
                      "  what to do: write the assignment's notebooks again: make assignments")
 
 
-def _write(path: Path, data: bytes, when: datetime | None, aside: Path) -> str:
-    """Put ``data`` at ``path``: new, unchanged (the same bytes), or replaced (the old file moved to ``aside``)."""
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y%m%d-%H%M%S")
+
+
+def _aside(folder: Path, path: Path, data: bytes, when: datetime | None) -> Path:
+    """Keep ``data`` (a version of ``path``) in ``folder`` under a name no other version has:
+    ``<stem>.<its time>[-N]<suffix>``; a version already kept there is not kept twice."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for kept in sorted(folder.glob(f"{glob.escape(path.stem)}.*{glob.escape(path.suffix)}")):
+        if kept.read_bytes() == data:
+            return kept
+    stem = f"{path.stem}.{_stamp(when or datetime.now())}"
+    candidate, n = folder / f"{stem}{path.suffix}", 2
+    while candidate.exists():
+        candidate, n = folder / f"{stem}-{n}{path.suffix}", n + 1
+    candidate.write_bytes(data)
+    if when is not None:
+        os.utime(candidate, (when.timestamp(), when.timestamp()))
+    return candidate
+
+
+def _write(path: Path, data: bytes, when: datetime | None, aside: Path, force: bool = False) -> tuple[str, Path | None]:
+    """Put ``data`` at ``path``: (new | unchanged (the same bytes) | replaced (the old file kept in ``aside``)
+    | older (``data`` is older than the file there, which stays: ``data`` is kept in ``aside``), the file kept)."""
+    kept = None
     if path.exists():
         old = path.read_bytes()
         if old == data:
-            return "unchanged"
-        stamp = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y%m%d-%H%M%S")
-        aside.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(path), aside / f"{path.stem}.{stamp}{path.suffix}")
+            return "unchanged", None
+        there = datetime.fromtimestamp(path.stat().st_mtime)
+        if when is not None and when < there and not force:
+            return "older", _aside(aside, path, data, when)
+        kept = _aside(aside, path, old, there)
+        path.unlink()
         result = "replaced"
     else:
         result = "new"
@@ -328,7 +366,7 @@ def _write(path: Path, data: bytes, when: datetime | None, aside: Path) -> str:
     if when is not None:
         seconds = when.timestamp()
         os.utime(path, (seconds, seconds))
-    return result
+    return result, kept
 
 
 @dataclass
@@ -338,9 +376,50 @@ class Collected:
     unplaced: list[Placement] = field(default_factory=list)
     ignored: int = 0
     missing: list[rosters.Student] = field(default_factory=list)
+    cleared: int = 0            # files of unplaced/ placed now, taken out of it
 
 
-def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "") -> Collected:
+def command(source: Path, assignment: str, course: Path, assign: str = "") -> str:
+    """``make collect`` as a teacher types it again (this script's own line outside make), with ``ASSIGN``."""
+    elsewhere = course.resolve() != COURSE.resolve()
+    if os.environ.get("MAKELEVEL"):
+        parts = ["make", "collect", f"ZIP={source}", f"ASSIGNMENT={assignment}"]
+        parts += [f"COURSE={shown(course)}"] if elsewhere else []
+        parts += [f"ASSIGN={assign}"] if assign else []
+    else:
+        parts = [shown(Path(sys.executable)), "-m", "tools.collect", str(source), assignment]
+        parts += ["--course", shown(course)] if elsewhere else []
+        parts += ["--assign", assign] if assign else []
+    return shlex.join(parts)
+
+
+def _assignments(spec: list[str], entries: list[Entry], students: list[rosters.Student],
+                 source: Path) -> dict[str, rosters.Student]:
+    """``ASSIGN=<file>:<id>`` (several separated by ``;``): the file (a top-level name of the download, or a path
+    inside it) → its student; refused, naming what is there, when either is unknown."""
+    by_id = {s.id: s for s in students}
+    names = {e.path for e in entries} | {e.path.split("/", 1)[0] for e in entries}
+    chosen = {}
+    for item in (part.strip() for text in spec for part in text.split(";") if part.strip()):
+        name, sep, sid = item.rpartition(":")
+        if not sep or not name or not sid:
+            raise SystemExit(f"PROBLEM ASSIGN={item}: expected <file>:<student id>, e.g. "
+                             "ASSIGN=\"김민준_2318408_assignsubmission_file_02_batchnorm.ipynb:2024103814\"")
+        name = unicodedata.normalize("NFC", name)
+        if name not in names:
+            near = sorted(n for n in names if "/" not in n)
+            raise SystemExit(f"PROBLEM ASSIGN={item}: {shown(source)} has no file {name!r}; its names are "
+                             + ", ".join(near[:8]) + (f", … ({len(near)} in all)" if len(near) > 8 else "")
+                             + "\n  what to do: copy the name from the lines \"not placed\" of make collect")
+        if students and sid not in by_id:
+            raise SystemExit(f"PROBLEM ASSIGN={item}: {sid} is not an id of students.csv\n  what to do: give the "
+                             "student's id as students.csv has it (make roster FILE=<class list> ADD=1 adds a student)")
+        chosen[name] = by_id.get(sid) or rosters.Student(sid)
+    return chosen
+
+
+def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "", assign: list[str] = (),
+            force: bool = False) -> Collected:
     """File the download ``source`` (see the module's docstring); raises SystemExit with the
     names seen when its format is none of FORMATS."""
     released = released_notebooks(course, assignment)
@@ -357,45 +436,92 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
             f"PROBLEM {shown(source)} is not a download this command knows: its names are {seen}\n"
             "  what to do: expected one of " + "; ".join(f"{f.label} ({f.example})" for f in FORMATS)
             + ". Rename the files to <student id>.ipynb in one folder and run again")
+    assigned = _assignments(list(assign), entries, students, source)
     report = Collected(fmt.label, ignored=ignored)
     owners = {h: owner(fmt, h, students) if fmt._match(h) else None for h in heads}
+
+    def who_of(e: Entry) -> tuple[Owner | None, str]:
+        """The entry's owner, and its group (a file inside a folder, assigned alone, is a group of its own)."""
+        head = e.path.split("/", 1)[0]
+        for name in (e.path, head):
+            if name in assigned:
+                found = owners.get(head)
+                return (Owner(assigned[name], "placed by ASSIGN", found.prefix if found else "",
+                              found.display if found else head), name if name != head else "")
+        return owners[head], ""
+
     collected = course / "collected" / assignment
-    groups: dict[str, list[Entry]] = {}
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    group_owner: dict[tuple[str, str], Owner] = {}
     for e in entries:
-        who = owners[e.path.split("/", 1)[0]]
+        who, alone = who_of(e)
+        head = e.path.split("/", 1)[0]
         if who is None or who.student is None:
             why = who.why if who else f"the name does not follow {fmt.label}'s pattern ({fmt.example})"
-            remedy = ("add the student to students.csv (make roster FILE=<the platform's class list>), then run again"
-                      if who else "find whose it is; put it at submitted/<student id>/"
-                      f"{assignment}/{released[0]} by hand, or rename it as the others and run again")
-            report.unplaced.append(Placement(e, None, why=why, remedy=remedy, owner=who))
+            report.unplaced.append(Placement(e, None, why=why, owner=who,
+                                             remedy=_remedy(who, head, students, source, assignment, course)))
             continue
-        groups.setdefault(who.student.id, []).append(e)
+        groups.setdefault((who.student.id, alone), []).append(e)
+        group_owner[(who.student.id, alone)] = who
     rows = {}
-    for sid, files in sorted(groups.items()):
-        who = owners[files[0].path.split("/", 1)[0]]
+    for (sid, alone), files in sorted(groups.items()):
+        who = group_owner[(sid, alone)]
         chosen, left = choose(files, released, lambda e: _file_name(e, fmt))
         for name, (e, why) in chosen.items():
-            result = _write(course / "submitted" / sid / assignment / name, e.data, e.when, collected / "replaced" / sid)
+            result, kept = _write(course / "submitted" / sid / assignment / name, e.data, e.when,
+                                  collected / "replaced" / sid, force)
             if result == "replaced":        # graded again at the next make autograde, whatever the new file's time
                 shutil.rmtree(course / "autograded" / sid / assignment, ignore_errors=True)
-            report.placed.append(Placement(e, who.student, name, f"{who.why}; {why}", result=result, owner=who))
-            rows[sid] = dict(student_id=sid, name=who.student.full_name or who.display, platform=fmt.label,
-                             prefix=who.prefix, zip=source.name, file=e.path, how=why)
+            report.placed.append(Placement(e, who.student, name, f"{who.why}; {why}", result=result, owner=who,
+                                           kept=kept))
+            if result != "older":
+                rows[sid] = dict(student_id=sid, name=who.student.full_name or who.display, platform=fmt.label,
+                                 prefix=who.prefix, zip=source.name, file=e.path, how=why)
         for e, why in left:
-            remedy = ("nothing to do, unless it is the answer: then put it at "
-                      f"submitted/{sid}/{assignment}/{released[0]}" if chosen else
-                      f"put the answer at submitted/{sid}/{assignment}/{released[0]} by hand")
+            place = command(source, assignment, course, f"{e.path}:{sid}")
+            remedy = (f"nothing to do, unless it is the answer: then place it: {place}" if chosen else
+                      f"place the answer: {place}")
             report.unplaced.append(Placement(e, who.student, why=why, remedy=remedy, owner=who))
     for p in report.unplaced:
         owner_folder = p.student.id if p.student else "_unknown"
-        p.result = _write(collected / "unplaced" / owner_folder / p.entry.path, p.entry.data, p.entry.when,
-                          collected / "replaced" / owner_folder)
+        p.result, _ = _write(collected / "unplaced" / owner_folder / p.entry.path, p.entry.data, p.entry.when,
+                             collected / "replaced" / owner_folder)
+    report.cleared = _clear_unplaced(collected / "unplaced", report.placed)
     _merge_manifest(collected / "platform.csv", rows)
     placed = {p.student.id for p in report.placed}
     report.missing = [s for s in students if s.id not in placed
                       and not (course / "submitted" / s.id / assignment).is_dir()]
     return report
+
+
+def _remedy(who: Owner | None, head: str, students: list[rosters.Student], source: Path, assignment: str,
+            course: Path) -> str:
+    """What to do with a file no student of the roster was found for: the command that places it."""
+    if who is not None and who.student is None and " are called " in who.why:
+        ids = re.findall(r"[^\s(),]+(?=[,)])", who.why.split(" are called ", 1)[1])
+        return (f"open it to see whose it is, then place it: {command(source, assignment, course, f'{head}:{ids[0]}')}"
+                + "".join(f" (or …:{i})" for i in ids[1:]))
+    place = command(source, assignment, course, f"{head}:<student id>")
+    if who is not None and students:
+        return (f"if the student is on students.csv under another name, place it: {place}; if not on it, add them "
+                "(make roster FILE=<the platform's class list> ADD=1), then run this again")
+    return f"find whose it is, then place it: {place}"
+
+
+def _clear_unplaced(folder: Path, placed: list[Placement]) -> int:
+    """Take out of ``unplaced/`` the files placed now (the same bytes under the same name); returns how many."""
+    cleared = 0
+    for p in placed:
+        for owner_folder in (p.student.id, "_unknown"):
+            path = folder / owner_folder / p.entry.path
+            if path.is_file() and path.read_bytes() == p.entry.data:
+                path.unlink()
+                cleared += 1
+                for parent in path.parents:
+                    if parent == folder or not parent.is_relative_to(folder) or any(parent.iterdir()):
+                        break
+                    parent.rmdir()
+    return cleared
 
 
 def load_roster(course: Path) -> list[rosters.Student]:
@@ -448,6 +574,14 @@ def print_report(report: Collected, source: Path, assignment: str, course: Path,
     for p in sorted(report.placed, key=lambda p: p.student.id):
         who = f"{p.student.id} {p.student.full_name}".strip()
         print(f"  {p.entry.path}{' ' * (width - _width(p.entry.path))}  -> {who}  [{p.result}]  ({p.why})")
+        if p.result == "older":
+            there = course / "submitted" / p.student.id / assignment / p.target
+            print(f"      older than the one there ({datetime.fromtimestamp(there.stat().st_mtime):%Y-%m-%d %H:%M:%S}), "
+                  f"which is kept and graded; this one is kept as {shown(p.kept)} (FORCE=1 puts it in place)")
+        elif p.result == "replaced":
+            print(f"      the one there before is kept as {shown(p.kept)}")
+    if report.cleared:
+        print(f"  {report.cleared} of them had been left in unplaced/ before: taken out of it")
     if report.unplaced:
         folder = course / "collected" / assignment / "unplaced"
         print(f"\nnot placed ({len(report.unplaced)}): kept in {shown(folder)}/")
@@ -458,11 +592,17 @@ def print_report(report: Collected, source: Path, assignment: str, course: Path,
         ids = ", ".join(f"{s.id} {s.full_name}".strip() for s in report.missing[:12])
         more = f", … ({len(report.missing)} in all)" if len(report.missing) > 12 else ""
         print(f"\nno submission yet from {len(report.missing)} students of students.csv: {ids}{more}")
-    counts = {r: sum(p.result == r for p in report.placed) for r in ("new", "replaced", "unchanged")}
+    counts = {r: sum(p.result == r for p in report.placed) for r in ("new", "replaced", "unchanged", "older")}
     print(f"\n{shown(course / 'submitted')}/<student>/{assignment}/: "
-          + ", ".join(f"{n} {r}" for r, n in counts.items())
+          + ", ".join(f"{n} {r}" for r, n in counts.items() if n or r != "older")
+          + (" (older than the one there: not placed)" if counts["older"] else "")
           + (f"; {len(report.unplaced)} not placed" if report.unplaced else "")
           + f". Next: {again or 'make autograde'}")
+
+
+def needs_you(report: Collected) -> list[Placement]:
+    """The files left that may be an answer: no student found, or several notebooks and none named as released."""
+    return [p for p in report.unplaced if p.student is None or p.why.endswith("which one is the answer?")]
 
 
 def main(argv: list[str]) -> int:
@@ -470,6 +610,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("zip", type=Path, help="the platform's bulk download (a .zip, or the folder it unpacks to)")
     parser.add_argument("assignment", help="the assignment it is for, e.g. 01_layernorm_ko")
     parser.add_argument("--course", type=Path, default=COURSE, help="the course folder (default: assignments/)")
+    parser.add_argument("--assign", action="append", default=[], metavar="FILE:ID",
+                        help="place a file of the download (as the console names it) for the student of this id")
+    parser.add_argument("--force", action="store_true", help="put a file in place even when it is older than the "
+                        "one there")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     if not args.zip.exists():
@@ -481,9 +625,14 @@ def main(argv: list[str]) -> int:
              if os.environ.get("MAKELEVEL") else
              f"{shown(Path(sys.executable))} tools/classroom.py autograde {args.assignment}"
              + (f" --course {shown(course)}" if elsewhere else ""))
-    report = collect(args.zip, args.assignment, course)
+    report = collect(args.zip, args.assignment, course, assign=args.assign, force=args.force)
     print_report(report, args.zip, args.assignment, course, after)
-    return 1 if any(p.student is None or p.why.endswith("which one is the answer?") for p in report.unplaced) else 0
+    left = needs_you(report)
+    if left:
+        print(f"\nexit status 1: {len(left)} file{'s' * (len(left) != 1)} left to place (above, each with what to do); "
+              "not a crash: everything else is in place")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -15,13 +15,27 @@ is not sent to the kernel: it gets one stream output saying, in the assignment's
 ends in ``_ko`` or ``_en``), that it was skipped because an earlier cell ran out of time. Graded and
 solution cells after the timeout run as before, so that the later tests are graded.
 
-The hook is ``preprocess_cell``, ExecutePreprocessor's per-cell step: nbclient's ``execute_cell`` is
-``run_sync`` of NotebookClient's own ``async_execute_cell`` function, so an ``async_execute_cell``
-defined here would not be called by it.
+A cell that does not stop when interrupted (a loop inside a bare ``except:`` or ``except
+BaseException:`` catches the KeyboardInterrupt that nbgrader's interrupt raises) would keep the kernel
+busy: every later cell would time out too and nbgrader would then fail the whole notebook ("Timeout
+waiting for IOPub output"), nothing graded. So, when no reply comes within ``GRACE`` seconds of the
+interrupt, the kernel's process is killed (a kill is not an exception: no ``except:`` catches it), a new
+kernel is started, and the code cells before the one that timed out are run again in it, their outputs
+kept as they were, so that the later cells run on the student's definitions and are graded. The cell
+that timed out keeps its ``CellTimeoutError`` (0 points), its value ``KILLED``, which
+tools/grading_notes.py reads ("the kernel was restarted") for grades.csv and the feedback page.
+
+The hooks are ``preprocess_cell``, ExecutePreprocessor's per-cell step, and ``_async_handle_timeout``,
+which nbclient calls through ``self``: nbclient's ``execute_cell`` is ``run_sync`` of NotebookClient's
+own ``async_execute_cell`` function, so an ``async_execute_cell`` defined here would not be called by it.
 """
 
 from __future__ import annotations
 
+import copy
+from queue import Empty
+
+from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 
@@ -35,6 +49,8 @@ SKIPPED = {
            "It is not graded: the score does not depend on it.\n"),
 }
 SECONDS = {"ko": "{n}초", "en": "{n} s"}
+GRACE = 5               # seconds the kernel has to stop after the interrupt before its process is killed
+KILLED = "the code did not stop when interrupted: its kernel was killed and started again"
 
 
 def _nbgrader(cell: NotebookNode) -> dict:
@@ -56,6 +72,8 @@ class ExecuteSkippingAfterTimeout(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._timed_out = False
+        self._deaf = False
+        self._stalled = set()           # the cells that timed out: not run again after a restart
         code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and is_graded_or_solution(cell)]
         self._last_graded = code[-1] if code else -1
         return super().preprocess(nb, resources, km)
@@ -73,11 +91,47 @@ class ExecuteSkippingAfterTimeout(Execute):
                                          text=skip_message(lang, self._get_timeout(cell)))]
             cell.execution_count = None
             return cell, self.resources
-        cell, resources = super().preprocess_cell(cell, resources, index)
+        raise_on_iopub_timeout = self.raise_on_iopub_timeout
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        finally:
+            self.raise_on_iopub_timeout = raise_on_iopub_timeout
         if any(o.get("output_type") == "error" and o.get("ename") == self._timeout_ename()
                for o in cell.get("outputs", [])):
             self._timed_out = True
+            self._stalled.add(index)
+        if self._deaf:
+            self._deaf = False
+            self._restart(index)
         return cell, resources
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """nbclient's (interrupt, and nbgrader's CellTimeoutError as the reply), then: when the kernel does not
+        answer within GRACE seconds, the reply says KILLED and the kernel is killed after this cell."""
+        reply = await super()._async_handle_timeout(timeout, cell)
+        if not self.interrupt_on_timeout or reply is None:
+            return reply
+        try:
+            await ensure_async(self.kc.shell_channel.get_msg(timeout=GRACE))     # the interrupted cell's reply
+            return reply
+        except Empty:
+            pass
+        self.log.warning("The kernel did not stop when interrupted (a loop that catches KeyboardInterrupt, e.g. a bare "
+                         "except:?): killing it, then running the cells before this one again in a new kernel")
+        self._deaf = True
+        self.raise_on_iopub_timeout = False         # the killed kernel's last messages never come
+        content = dict(reply["content"], evalue=KILLED)
+        return dict(reply, content=content)
+
+    def _restart(self, index: int) -> None:
+        """Kill the kernel, start a new one, and run the code cells before ``index`` again (copies: the
+        notebook keeps the outputs of their first run), except those that timed out."""
+        run_sync(self.km.restart_kernel)(now=True)
+        run_sync(self.kc.wait_for_ready)(timeout=self.startup_timeout)
+        for i, earlier in enumerate(self.nb.cells[:index]):
+            if earlier.cell_type == "code" and earlier.source.strip() and i not in self._stalled:
+                self.execute_cell(copy.deepcopy(earlier), i, store_history=False)
+        self.log.info("Kernel restarted; cells before %s run again", index)
 
 
 def configure(c) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -80,14 +81,35 @@ def _canvas_number(prefix: str) -> str:
     return (m or {}).get("student_id") or ""
 
 
+def _sections(text: str | None) -> set[str]:
+    """SECTION="01,02" → {"1", "2"}: a section named with or without leading zeros."""
+    return {part.strip().lstrip("0") or "0" for part in re.split(r"[,\s]+", text or "") if part.strip()}
+
+
+def who_is_on(course: Path, platform: str, assignment: str, students: dict[str, roster.Student],
+              seen: dict[str, dict]) -> tuple[set[str] | None, str]:
+    """The students of ``platform`` (students.csv's platform column, or collected from its download), and how
+    that is known; None when nothing says who is on it."""
+    if platform not in roster.PLATFORMS:
+        return None, ""
+    label = PLATFORM_LABEL[platform]
+    listed = {sid for sid, s in students.items() if platform in s.platforms}
+    collected = {sid for sid, row in seen.items() if row.get("platform") == label}
+    if not listed and not collected:
+        return None, ""
+    how = " and ".join(filter(None, [f"{len(listed)} on {label} in students.csv" if listed else "",
+                                     f"{len(collected)} collected from {label}'s download" if collected else ""]))
+    return listed | collected, how
+
+
 def grades_table(course: Path, platform: str, assignment: str, missing: str = "empty",
-                 column: str | None = None) -> tuple[list[list[str]], list[str]]:
-    """(the rows of the file, header first; warnings) for ``platform``."""
+                 column: str | None = None, section: str | None = None) -> tuple[list[list[str]], list[str]]:
+    """(the rows of the file, header first; what was left out and other notes) for ``platform``."""
     if platform not in GRADE_PLATFORMS:
         raise _problem(f"no grade format for {platform!r}", f"name one of: {', '.join(GRADE_PLATFORMS)}")
     if missing not in MISSING:
         raise _problem(f"--missing must be empty or zero, not {missing!r}", "say how a student who handed nothing "
-                       "in is counted: empty (the platform shows no grade) or zero")
+                       "in is counted: empty (no grade: the row is left out) or zero")
     rows, students, seen = grade_rows(course, assignment), _roster(course), collect.manifest(course, assignment)
     warnings = []
     column = column or assignment
@@ -97,23 +119,49 @@ def grades_table(course: Path, platform: str, assignment: str, missing: str = "e
         table = [["ID number", "Full name", "Email address", column]]
     else:
         table = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column]]
+    on, how = who_is_on(course, platform, assignment, students, seen)
+    wanted = _sections(section)
+    if wanted and not any(s.section.strip().lstrip("0") in wanted for s in students.values()):
+        raise _problem(f"no student of students.csv is in section {section}: its sections are "
+                       + (", ".join(sorted({s.section for s in students.values() if s.section})) or "none"),
+                       "name one of them, e.g. SECTION=01, or write the sections in with make roster")
+    left: dict[str, list[str]] = {}
     for r in sorted(rows, key=lambda r: r["student_id"]):
+        sid = r["student_id"]
+        s = students.get(sid) or roster.Student(sid, last_name=r.get("last_name", ""),
+                                                first_name=r.get("first_name", ""), email=r.get("email", ""))
+        if wanted and s.section.strip().lstrip("0") not in wanted:
+            left.setdefault(f"not in section {section}", []).append(sid)
+            continue
+        if on is not None and sid not in on:
+            left.setdefault(f"not on {PLATFORM_LABEL[platform]}", []).append(sid)
+            continue
         if r["status"] == "graded":
             score = r["score"]
+        elif r["status"] == "not submitted" and missing == "zero":
+            score = "0"
         elif r["status"] == "not submitted":
-            score = MISSING[missing]
+            left.setdefault("not submitted (no grade; MISSING=zero gives them 0)", []).append(sid)
+            continue
         else:
-            score = ""
-            warnings.append(f"{r['student_id']}: not graded ({r['note'] or 'see make autograde'}): left empty")
-        s = students.get(r["student_id"]) or roster.Student(r["student_id"], last_name=r.get("last_name", ""),
-                                                            first_name=r.get("first_name", ""), email=r.get("email", ""))
+            left.setdefault("not graded: a grade you type in the platform stays (an empty cell would clear it)",
+                            []).append(f"{sid} ({r['note'] or 'see make autograde'})")
+            continue
         if platform == "simple":
             table.append([s.id, score])
         elif platform == "moodle":
             table.append([s.id, s.full_name, s.email, score])
         else:
-            number = s.platform_id or _canvas_number(seen.get(s.id, {}).get("prefix", ""))
-            table.append([s.full_name, number, s.id, s.login, s.section, score])
+            number = s.canvas_id or _canvas_number(seen.get(s.id, {}).get("prefix", ""))
+            table.append([s.full_name, number, s.id, s.canvas_login, s.section, score])
+    if on is None and platform in roster.PLATFORMS and not wanted:
+        warnings.append(f"nothing says which students are on {PLATFORM_LABEL[platform]} (no {PLATFORM_LABEL[platform]} "
+                        "export in students.csv, no download of it collected): every student is written. "
+                        + ("Moodle stops the whole import at the first ID number it does not know: " if platform ==
+                           "moodle" else "") + "add the platform's class list (make roster FILE=<export> ADD=1) or "
+                        "give SECTION=")
+    elif on is not None:
+        warnings.append(f"the students of {PLATFORM_LABEL[platform]}: {how}")
     if not students:
         warnings.append("there is no students.csv: the ids are those of submitted/ (make roster FILE=<the platform's "
                         "class list> first, so that they are the platform's)")
@@ -121,23 +169,26 @@ def grades_table(course: Path, platform: str, assignment: str, missing: str = "e
         warnings.append(f"the column {column!r} has no Canvas assignment number: Canvas will create a new assignment "
                         "of that name; to fill an existing one, name it as Canvas's export does: "
                         "COLUMN=\"<assignment name> (<number>)\"")
-    return table, warnings
+    return table, [f"left out, {why} ({len(ids)}): {', '.join(ids)}" for why, ids in left.items()] + warnings
 
 
 def write_grades(course: Path, platform: str, assignment: str, missing: str = "empty",
-                 column: str | None = None) -> Path:
-    table, warnings = grades_table(course, platform, assignment, missing, column)
+                 column: str | None = None, section: str | None = None) -> Path:
+    table, notes = grades_table(course, platform, assignment, missing, column, section)
     counted = "0" if missing == "zero" else "empty"
-    path = course / "export" / f"{assignment}_{platform}_grades_not-submitted-{counted}.csv"
+    where = f"_section-{'-'.join(sorted(_sections(section)))}" if section else ""
+    path = course / "export" / f"{assignment}_{platform}{where}_grades_not-submitted-{counted}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = io.StringIO()
     csv.writer(text, lineterminator="\r\n").writerows(table)
     path.write_bytes(("\ufeff" if platform == "simple" else "").encode() + text.getvalue().encode("utf-8"))
     target = "a two-column upload (" + ",".join(table[0]) + ")" if platform == "simple" else PLATFORM_LABEL[platform]
+    left = sum(len(line.split(": ", 1)[1].split(", ")) for line in notes if line.startswith("left out, "))
     print(f"{collect.shown(path)}: {len(table) - 1} students, for {target}; "
-          f"not submitted counted as {'0' if missing == 'zero' else 'empty (no grade)'}")
-    for line in warnings:
-        print(f"  note: {line}")
+          + ("not submitted counted as 0" if missing == "zero" else "not submitted left out (no grade)")
+          + (f"; {left} rows left out:" if left else ""))
+    for line in notes:
+        print(f"  {'' if line.startswith('left out, ') else 'note: '}{line}")
     return path
 
 
@@ -177,10 +228,17 @@ def feedback_zip(course: Path, platform: str, assignment: str, write_pages: bool
     print(f"{collect.shown(path)}: {len(names)} pages, {size / 1e6:.2f} MB (largest page {largest / 1e3:.0f} kB)")
     for student, name, _ in names:
         print(f"  {student}: {name}")
-    if skipped:
-        print(f"  not in the zip ({len(skipped)}): {', '.join(skipped)}: their submissions did not come through "
+    elsewhere = [s for s in skipped if seen.get(s, {}).get("platform")]
+    unknown = [s for s in skipped if s not in elsewhere]
+    if elsewhere:
+        print(f"  not in the zip, collected from another platform ({len(elsewhere)}): "
+              + ", ".join(f"{s} ({seen[s]['platform']})" for s in elsewhere))
+    if unknown:
+        print(f"  not in the zip ({len(unknown)}): {', '.join(unknown)}: their submissions did not come through "
               f"make collect from a {PLATFORM_LABEL[platform]} download, so their file prefix is unknown; "
               "upload their pages by hand (feedback/<student>/" + assignment + "/), or use PLATFORM=simple")
+    for line in classroom.without_page(course, assignment):
+        print(f"  {line}")
     return path
 
 
@@ -192,12 +250,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--course", type=Path, default=COURSE)
     parser.add_argument("--missing", default="empty", help="a student who handed nothing in: empty (default) or zero")
     parser.add_argument("--column", help="the grade column's name (Canvas: as its export names it, 'Name (12345)')")
+    parser.add_argument("--section", help="grades: only the students of these sections of students.csv (01,02)")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").exists():
         parser.error(f"{course} is not a course folder: it has no nbgrader_config.py")
     if args.what == "grades":
-        write_grades(course, args.platform.lower(), args.assignment, args.missing.lower(), args.column)
+        write_grades(course, args.platform.lower(), args.assignment, args.missing.lower(), args.column, args.section)
     else:
         feedback_zip(course, args.platform.lower(), args.assignment, write_pages=True)
     return 0
