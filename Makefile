@@ -180,13 +180,16 @@ roster: $(STAMP)
 	$(PY) -m tools.roster "$(FILE)" --course $(COURSE) $(if $(ADD),--add) $(if $(PLATFORM),--platform $(PLATFORM))
 
 ## The grades of one assignment as the platform imports them: make grades-export PLATFORM=moodle|canvas|simple
-## ASSIGNMENT=01_layernorm_ko [MISSING=zero] [COLUMN="Assignment 1 (12345)"]; writes assignments/export/.
+## ASSIGNMENT=01_layernorm_ko [MISSING=zero] [COLUMN="Assignment 1 (12345)"] [SECTION=01,02]; writes
+## assignments/export/: only the students of that platform (or sections); the not graded are left out, and the not
+## submitted unless MISSING=zero (an empty cell would clear a grade typed in the platform), each named.
 grades-export: $(STAMP)
 	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make grades-export needs PLATFORM=moodle|canvas|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
-	$(PY) -m tools.platform_export grades $(PLATFORM) $(ASSIGNMENT) --course $(COURSE) $(if $(MISSING),--missing $(MISSING)) $(if $(COLUMN),--column "$(COLUMN)")
+	$(PY) -m tools.platform_export grades $(PLATFORM) $(ASSIGNMENT) --course $(COURSE) $(if $(MISSING),--missing $(MISSING)) $(if $(COLUMN),--column "$(COLUMN)") $(if $(SECTION),--section "$(SECTION)")
 
 ## The feedback pages of one assignment in one zip, each named with the student's file prefix from the platform's
 ## download (Moodle, Canvas's re-upload): make feedback-export PLATFORM=moodle|canvas|google|simple ASSIGNMENT=...
+## Names who is left out, and who handed something in but has no page (not graded).
 feedback-export: $(STAMP)
 	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make feedback-export needs PLATFORM=moodle|canvas|google|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
 	$(PY) -m tools.platform_export feedback $(PLATFORM) $(ASSIGNMENT) --course $(COURSE)

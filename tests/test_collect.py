@@ -321,3 +321,325 @@ def test_each_grade_file_follows_the_platforms_documented_layout(graded_course):
     user_columns = [c for c in moodle[0][:-1] if c != "Full name"]       # Full name: for the teacher, not mapped
     assert set(user_columns) <= set(MOODLE_EXPORT.split(",")) and "ID number" in user_columns
     assert all(re.fullmatch(r"\d*(\.\d+)?", row[-1]) for row in moodle[1:] + canvas[1:]), "a grade is a number or empty"
+
+
+# --------------------------------------------------------------------------- one course on Moodle, Canvas and a 학사 list
+
+PLATFORMS = Path(__file__).parent / "data" / "platforms"
+HAKSA, MOODLE_EN, MOODLE_KO, CANVAS = (PLATFORMS / name for name in (
+    "haksa_CSE4032_cp949.csv", "moodle_participants_en.csv", "moodle_participants_ko.csv", "canvas_gradebook_export.csv"))
+HEADER = "\ufeffid,name,first_name,last_name,email,section,platform,canvas_id,canvas_login\r\n"
+# students.csv as make roster writes it from each export alone, written out by hand from the exports
+WRITTEN = {
+    HAKSA: ["2024103117,김서준,,,seojun@univ.ac.kr,01,,,", "2024103814,김민준,,,minjun.a@univ.ac.kr,01,,,",
+            "2024104107,김민준,,,minjun.b@univ.ac.kr,02,,,", "2024205101,전하린,,,harin@univ.ac.kr,03,,,",
+            "2024205145,CLARK EMILY,,,emily@univ.ac.kr,03,,,", "2024306201,허민재,,,minjae@univ.ac.kr,04,,,"],
+    MOODLE_EN: ["2024103117,,서준,김,seojun@univ.ac.kr,,moodle,,", "2024103814,,민준,김,minjun.a@univ.ac.kr,,moodle,,",
+                "2024104107,,민준,김,minjun.b@univ.ac.kr,,moodle,,", "2023100001,,도현,이,ta.lee@univ.ac.kr,,moodle,,"],
+    MOODLE_KO: ["2024103117,,서준,김,seojun@univ.ac.kr,,moodle,,", "2024103814,,민준,김,minjun.a@univ.ac.kr,,moodle,,",
+                "2024104107,,민준,김,minjun.b@univ.ac.kr,,moodle,,"],
+    CANVAS: ['2024205101,"Jeon, Harin",,,,CSE4032-03,canvas,48211,harin03',
+             '2024205145,"Clark, Emily",,,,CSE4032-03,canvas,48215,emily03'],
+}
+SKIPPED = {     # what make roster names as left out, row by row
+    HAKSA: ["row 1 (above the header: 2026학년도 2학기 수강생 명단 (CSE4032 딥러닝))"],
+    MOODLE_EN: ["row 2 (박교수: no ID number; an instructor's row? a student without one cannot be graded)"],
+    MOODLE_KO: ["row 2 (박교수: role 교수, not a student)", "row 6 (이도현: role 조교, not a student)"],
+    CANVAS: ["row 2 (Canvas's Points Possible row)", "row 5 (Student, Test: Canvas's test student)"],
+}
+# the three lists merged (make roster FILE=<학사 list>, then FILE=<Moodle> ADD=1, then FILE=<Canvas> ADD=1)
+MERGED = HEADER + "".join(line + "\r\n" for line in [
+    "2024103117,김서준,,,seojun@univ.ac.kr,01,moodle,,", "2024103814,김민준,,,minjun.a@univ.ac.kr,01,moodle,,",
+    "2024104107,김민준,,,minjun.b@univ.ac.kr,02,moodle,,", "2024205101,전하린,,,harin@univ.ac.kr,03,canvas,48211,harin03",
+    "2024205145,CLARK EMILY,,,emily@univ.ac.kr,03,canvas,48215,emily03", "2024306201,허민재,,,minjae@univ.ac.kr,04,,,",
+    "2023100001,,도현,이,ta.lee@univ.ac.kr,,moodle,,"])
+
+
+def make_roster(course: Path, export: Path, capsys, *flags: str) -> str:
+    assert roster.main([str(export), "--course", str(course), *flags]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("export", [HAKSA, MOODLE_EN, MOODLE_KO, CANVAS], ids=lambda p: p.stem)
+def test_make_roster_on_each_platforms_export_reads_back_the_same_students(course, export, capsys):
+    out = make_roster(course, export, capsys)
+    written = (course / "students.csv").read_bytes()
+    assert written == (HEADER + "".join(line + "\r\n" for line in WRITTEN[export])).encode()
+    # every command reads it back by its own columns: the same students, every field, as the export gave them
+    from_export = roster.read(export)[0]
+    assert roster.read(course / "students.csv")[0] == from_export
+    assert len(from_export) == len(WRITTEN[export])
+    for line in SKIPPED[export]:
+        assert f"  {line}\n" in out, out
+    assert f"left out, not students ({len(SKIPPED[export])}):" in out
+    # and written again from what was read, byte for byte
+    assert roster.encode(roster.read(course / "students.csv")[0]) == written
+    assert make_roster(course, course / "students.csv", capsys).endswith(f"unchanged: {course / 'students.csv'}\n")
+
+
+def test_the_three_lists_merge_by_id_and_a_plain_make_roster_warns_and_keeps_the_list(course, capsys):
+    make_roster(course, HAKSA, capsys)
+    out = make_roster(course, MOODLE_EN, capsys, "--add")
+    assert "merged by id into" in out and "(6 students): 3 updated, 1 added, 3 as they were; now 7 students" in out
+    assert "2023100001  이도현  ta.lee@univ.ac.kr" in out, "the TA, not on the 학사 list, is named"
+    out = make_roster(course, CANVAS, capsys, "--add")
+    assert "(7 students): 2 updated, 0 added, 5 as they were; now 7 students" in out
+    assert (course / "students.csv").read_bytes() == MERGED.encode()
+    # the same list merged again changes nothing
+    assert make_roster(course, CANVAS, capsys, "--add").endswith("unchanged: " + str(course / "students.csv") + "\n")
+    # a plain make roster would replace the merged list: warned, the old one kept, twice in one second
+    first = make_roster(course, CANVAS, capsys)
+    assert re.search(r"WARNING .*students\.csv had 7 students; this list has 2 \(5 of them are not in it\): the old "
+                     r"list is kept as students\.\d{8}-\d{6}\.csv\. To merge the two instead, .* ADD=1", first), first
+    second = make_roster(course, MOODLE_EN, capsys)
+    assert "had 2 students; this list has 4 (2 of them are not in it)" in second
+    kept = sorted(course.glob("students.*.csv"))
+    assert len(kept) == 2 and {p.read_bytes() for p in kept} == {MERGED.encode(), (HEADER + "".join(
+        line + "\r\n" for line in WRITTEN[CANVAS])).encode()}, "two backups, neither overwritten"
+
+
+def _course_zips(tmp_path: Path) -> dict[str, Path]:
+    moodle = make_zip(tmp_path / "CSE4032-과제 1-51234.zip", {
+        "김서준_2318401_assignsubmission_file_01_layernorm.ipynb": notebook("seojun"),
+        "김민준_2318408_assignsubmission_file_01_layernorm.ipynb": notebook("minjun a"),
+        "김민준_2318411_assignsubmission_file_01_layernorm.ipynb": notebook("minjun b"),
+    })
+    canvas = make_zip(tmp_path / "submissions.zip", {
+        "jeonharin_48211_1593801_01_layernorm.ipynb": notebook("harin"),
+        "clarkemily_late_48215_1593805_01_layernorm-1.ipynb": notebook("emily"),      # Canvas before: _late_
+    })
+    return {"moodle": moodle, "canvas": canvas}
+
+
+def test_a_moodle_only_course_places_every_notebook_from_the_participants_export(tmp_path, course, capsys):
+    make_roster(course, MOODLE_KO, capsys)
+    report = collect.collect(_course_zips(tmp_path)["moodle"], ASSIGNMENT, course)
+    assert sorted(p.student.id for p in report.placed) == ["2024103117"]
+    assert [p.why for p in report.unplaced] == ["2 students of students.csv are called 김민준 (2024103814, 2024104107)"] * 2
+
+
+def test_two_platforms_and_a_list_collect_by_canvas_number_and_assign_places_the_same_names(tmp_path, course, capsys,
+                                                                                           monkeypatch):
+    import shlex
+    import subprocess
+    import sys
+    monkeypatch.delenv("MAKELEVEL", raising=False)
+    (course / "students.csv").write_bytes(MERGED.encode())
+    zips = _course_zips(tmp_path)
+    report = collect.collect(zips["canvas"], ASSIGNMENT, course)
+    assert sorted((p.student.id, p.why.split(";")[0], p.owner.prefix) for p in report.placed) == [
+        ("2024205101", "Canvas number on the roster", "jeonharin_48211_1593801_"),
+        ("2024205145", "Canvas number on the roster", "clarkemily_late_48215_1593805_")]
+    # Moodle: the two 김민준 are left, each with the command that places it
+    assert collect.main([str(zips["moodle"]), ASSIGNMENT, "--course", str(course)]) == 1
+    out = capsys.readouterr().out
+    assert "\nexit status 1: 2 files left to place (above, each with what to do); not a crash: everything else " \
+           "is in place\n" in out
+    remedies = re.findall(r"what to do: open it to see whose it is, then place it: (.*) \(or …:(\d+)\)\n", out)
+    assert [other for _, other in remedies] == ["2024104107", "2024104107"]
+    assert "make roster" not in out, "never a make roster for students already on the list"
+    first = shlex.split(remedies[0][0])
+    assert first[1:] == ["-m", "tools.collect", str(zips["moodle"]), ASSIGNMENT, "--course", collect.shown(course),
+                         "--assign", "김민준_2318408_assignsubmission_file_01_layernorm.ipynb:2024103814"]
+    assert (course / "collected" / ASSIGNMENT / "unplaced" / "_unknown").is_dir()
+    # run as printed, then the other one with its id
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, *first[1:]], cwd=root, capture_output=True, text=True, check=False)
+    assert result.returncode == 1 and "exit status 1: 1 file left to place" in result.stdout, result.stdout
+    assert "placed by ASSIGN" in result.stdout and "1 of them had been left in unplaced/ before" in result.stdout
+    # the other one's remedy now names the student who has nothing yet
+    (second,) = re.findall(r"then place it: (.*) \(or …:2024103814\)\n", result.stdout)
+    assert shlex.split(second)[-1] == "김민준_2318411_assignsubmission_file_01_layernorm.ipynb:2024104107"
+    result = subprocess.run([sys.executable, *shlex.split(second)[1:]], cwd=root, capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0 and "not placed" not in result.stdout, result.stdout + result.stderr
+    assert not (course / "collected" / ASSIGNMENT / "unplaced").exists() or \
+        not list((course / "collected" / ASSIGNMENT / "unplaced").rglob("*.ipynb")), "placed files leave unplaced/"
+    assert _files(course / "submitted") == {
+        f"{sid}/{ASSIGNMENT}/{NOTEBOOK}": notebook(tag) for sid, tag in (
+            ("2024103117", "seojun"), ("2024103814", "minjun a"), ("2024104107", "minjun b"),
+            ("2024205101", "harin"), ("2024205145", "emily"))}
+    prefixes = {sid: row["prefix"] for sid, row in collect.manifest(course, ASSIGNMENT).items()}
+    assert prefixes["2024103814"] == "김민준_2318408_assignsubmission_file_"
+    assert prefixes["2024104107"] == "김민준_2318411_assignsubmission_file_"
+    # the feedback zip for Moodle names both pages for Moodle, and says who came from Canvas
+    for sid in prefixes:
+        page = course / "feedback" / sid / ASSIGNMENT / "01_layernorm.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(sid, encoding="utf-8")
+    with zipfile.ZipFile(platform_export.feedback_zip(course, "moodle", ASSIGNMENT)) as archive:
+        assert sorted(archive.namelist()) == sorted(f"{prefixes[s]}01_layernorm.html"
+                                                    for s in ("2024103117", "2024103814", "2024104107"))
+    out = capsys.readouterr().out
+    assert "not in the zip, collected from another platform (2): 2024205101 (Canvas), 2024205145 (Canvas)" in out
+
+
+def test_canvas_late_in_any_case():
+    for late in ("_LATE", "_late", "_Late", ""):
+        m = collect.Canvas()._match(f"kimsumin{late}_12345_67890_01_layernorm.ipynb")
+        assert m and m["student_id"] == "12345" and (m["late"] or "") == late
+
+
+def test_collect_never_goes_back_in_time_and_keeps_every_version(tmp_path, course, capsys):
+    (course / "students.csv").write_bytes(MERGED.encode())
+    name = "김서준_2318401_assignsubmission_file_01_layernorm.ipynb"
+    at = {1: (2026, 9, 10, 9, 0, 0), 2: (2026, 9, 12, 23, 58, 0), 3: (2026, 9, 13, 8, 0, 0)}
+    zips = {tag: make_zip(tmp_path / f"{tag}.zip", {name: notebook(tag)}, when=at[when])
+            for tag, when in (("v1", 1), ("v2", 2), ("v3", 3), ("v4", 3), ("v5", 3))}
+    submitted = course / "submitted" / "2024103117" / ASSIGNMENT / NOTEBOOK
+    results = []
+    for tag in ("v1", "v2", "v1", "v3", "v4", "v5"):
+        report = collect.collect(zips[tag], ASSIGNMENT, course)
+        results.append((tag, report.placed[0].result, json.loads(submitted.read_bytes())["metadata"]["tag"]))
+        if tag == "v1" and len(results) == 3:
+            collect.print_report(report, zips[tag], ASSIGNMENT, course, "make autograde")
+    assert results == [("v1", "new", "v1"), ("v2", "replaced", "v2"), ("v1", "older", "v2"), ("v3", "replaced", "v3"),
+                       ("v4", "replaced", "v4"), ("v5", "replaced", "v5")]
+    out = capsys.readouterr().out
+    assert "[older]" in out and "older than the one there (2026-09-12 23:58:00), which is kept and graded" in out
+    assert "0 new, 0 replaced, 0 unchanged, 1 older (older than the one there: not placed)" in out
+    kept = _files(course / "collected" / ASSIGNMENT / "replaced" / "2024103117")
+    assert sorted(kept) == ["01_layernorm.20260910-090000.ipynb", "01_layernorm.20260912-235800.ipynb",
+                            "01_layernorm.20260913-080000-2.ipynb", "01_layernorm.20260913-080000.ipynb"]
+    assert sorted(kept.values()) == sorted(notebook(t) for t in ("v1", "v2", "v3", "v4")), "every version, once"
+    # FORCE=1 puts the older one in place, the newer kept
+    assert collect.collect(zips["v1"], ASSIGNMENT, course, force=True).placed[0].result == "replaced"
+    assert json.loads(submitted.read_bytes())["metadata"]["tag"] == "v1"
+
+
+def test_assign_refuses_a_file_or_an_id_it_does_not_know(tmp_path, course):
+    (course / "students.csv").write_bytes(MERGED.encode())
+    download = _course_zips(tmp_path)["moodle"]
+    with pytest.raises(SystemExit, match=r"has no file 'nope\.ipynb'; its names are 김민준_2318408_"):
+        collect.collect(download, ASSIGNMENT, course, assign=["nope.ipynb:2024103814"])
+    with pytest.raises(SystemExit, match=r"9999 is not an id of students\.csv"):
+        collect.collect(download, ASSIGNMENT, course, assign=["김민준_2318408_assignsubmission_file_01_layernorm.ipynb:9999"])
+    with pytest.raises(SystemExit, match=r"expected <file>:<student id>"):
+        collect.collect(download, ASSIGNMENT, course, assign=["2024103814"])
+
+
+# --------------------------------------------------------------------------- the grade files, imported as the platforms do
+
+MERGED_GRADES = ("assignment,student_id,last_name,first_name,email,status,score,max_score,timestamp,note\r\n"
+                 f"{ASSIGNMENT},2023100001,이,도현,ta.lee@univ.ac.kr,not submitted,,5,,\r\n"
+                 f"{ASSIGNMENT},2024103117,김서준,,seojun@univ.ac.kr,graded,5,5,2026-09-12 10:00:00,\r\n"
+                 f"{ASSIGNMENT},2024103814,김민준,,minjun.a@univ.ac.kr,graded,3,5,2026-09-12 10:00:00,\r\n"
+                 f"{ASSIGNMENT},2024104107,김민준,,minjun.b@univ.ac.kr,not graded,,5,,the notebook's code did not stop\r\n"
+                 f"{ASSIGNMENT},2024205101,전하린,,harin@univ.ac.kr,graded,4,5,2026-09-12 10:00:00,\r\n"
+                 f"{ASSIGNMENT},2024205145,CLARK EMILY,,emily@univ.ac.kr,not submitted,,5,,\r\n"
+                 f"{ASSIGNMENT},2024306201,허민재,,minjae@univ.ac.kr,graded,2.5,5,2026-09-12 10:00:00,\r\n")
+
+
+class MoodleImportAborted(Exception):
+    pass
+
+
+def moodle_import(data: bytes, id_numbers: set[str], gradebook: dict[str, str | None], column: str) -> dict:
+    """Moodle's Grades → Import → CSV file, from its documented rules: the file is UTF-8 (a BOM is taken off),
+    comma-separated, the first row the headers; "ID number" is mapped to the user's ID number and ``column`` to
+    the grade item. Each row's user is looked up by ID number: one Moodle does not know aborts the whole import,
+    nothing imported. A cell that is empty or "-" is imported as no grade (a grade already there is cleared).
+    Returns the gradebook after the import (ID number → grade)."""
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8").removeprefix("\ufeff"))))
+    header, body = rows[0], rows[1:]
+    user, grade = header.index("ID number"), header.index(column)
+    imported = {}
+    for row in body:
+        if row[user] not in id_numbers:
+            raise MoodleImportAborted(f"User not found: {row[user]}")
+        value = row[grade].strip()
+        imported[row[user]] = None if value in ("", "-") else value
+    return {**gradebook, **imported}
+
+
+def canvas_import(data: bytes, users: list[dict], gradebook: dict[str, str | None]) -> tuple[dict, list[list[str]]]:
+    """Canvas's Grades → Import, from its documented rules: the first column is Student and the second ID; the
+    student columns end with Section (SIS User ID, SIS Login ID between); every column after it is an assignment.
+    A first data row whose Student is "Points Possible" is optional and not a student. Each row is matched to a
+    student by ID, then SIS User ID, then SIS Login ID, then name; a row matched by none is an unknown student.
+    Returns (the gradebook after it: Canvas user ID → grade, the rows of unknown students)."""
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8").removeprefix("\ufeff"))))
+    header = rows[0]
+    assert header[0] == "Student" and header[1] == "ID", header
+    section = header.index("Section")
+    assert set(header[2:section]) <= {"SIS User ID", "SIS Login ID", "Integration ID"}, header
+    body = rows[1:]
+    if body and body[0][0].strip() == "Points Possible":
+        body = body[1:]
+    after, unknown = dict(gradebook), []
+    columns = {name: header.index(name) for name in header[:section] if name in ("SIS User ID", "SIS Login ID")}
+    for row in body:
+        match = [u for u in users if row[1] and u["id"] == row[1]]
+        for name, key in (("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id")):
+            if not match and name in columns and row[columns[name]]:
+                match = [u for u in users if u[key] == row[columns[name]]]
+        match = match or [u for u in users if u["name"] == row[0]]
+        if not match:
+            unknown.append(row)
+            continue
+        after[match[0]["id"]] = row[section + 1] or None
+    return after, unknown
+
+
+# Moodle's course (its participants export's ID numbers), Canvas's course (its gradebook export's students)
+MOODLE_ID_NUMBERS = {"2024103117", "2024103814", "2024104107", "2023100001"}
+CANVAS_USERS = [{"id": "48211", "sis_user_id": "2024205101", "sis_login_id": "harin03", "name": "Jeon, Harin"},
+                {"id": "48215", "sis_user_id": "2024205145", "sis_login_id": "emily03", "name": "Clark, Emily"}]
+
+
+@pytest.fixture
+def merged_course(course) -> Path:
+    (course / "students.csv").write_bytes(MERGED.encode())
+    (course / "grades.csv").write_bytes(("\ufeff" + MERGED_GRADES).encode())
+    return course
+
+
+def test_grades_export_writes_each_platforms_own_students_and_leaves_out_who_would_lose_a_grade(merged_course, capsys):
+    moodle = platform_export.write_grades(merged_course, "moodle", ASSIGNMENT)
+    # written by hand from the rules: Moodle's students of students.csv, graded ones only
+    assert moodle.read_bytes() == ("ID number,Full name,Email address,01_layernorm_ko\r\n"
+                                   "2024103117,김서준,seojun@univ.ac.kr,5\r\n"
+                                   "2024103814,김민준,minjun.a@univ.ac.kr,3\r\n").encode()
+    out = capsys.readouterr().out
+    assert ": 2 students, for Moodle; not submitted left out (no grade); 5 rows left out:" in out
+    assert "  left out, not on Moodle (3): 2024205101, 2024205145, 2024306201\n" in out
+    assert "  left out, not graded: a grade you type in the platform stays (an empty cell would clear it) (1): " \
+           "2024104107 (the notebook's code did not stop)\n" in out
+    assert "  left out, not submitted (no grade; MISSING=zero gives them 0) (1): 2023100001\n" in out
+    # imported as Moodle does: nothing aborts, and the grade typed by hand for the not-graded student stays
+    typed = {"2024104107": "4"}
+    assert moodle_import(moodle.read_bytes(), MOODLE_ID_NUMBERS, typed, ASSIGNMENT) == \
+        {"2024103117": "5", "2024103814": "3", "2024104107": "4"}
+    canvas = platform_export.write_grades(merged_course, "canvas", ASSIGNMENT, column="과제 1 (318203)", missing="zero")
+    assert canvas.read_bytes() == ("Student,ID,SIS User ID,SIS Login ID,Section,과제 1 (318203)\r\n"
+                                   "전하린,48211,2024205101,harin03,03,4\r\n"
+                                   "CLARK EMILY,48215,2024205145,emily03,03,0\r\n").encode()
+    assert canvas_import(canvas.read_bytes(), CANVAS_USERS, {}) == ({"48211": "4", "48215": "0"}, [])
+    simple = platform_export.write_grades(merged_course, "simple", ASSIGNMENT, section="4")
+    assert simple.name == f"{ASSIGNMENT}_simple_section-4_grades_not-submitted-empty.csv"
+    assert simple.read_bytes() == "\ufeff학번,점수\r\n2024306201,2.5\r\n".encode()
+    with pytest.raises(SystemExit, match=r"no student of students.csv is in section 05: its sections are 01, 02, 03, 04"):
+        platform_export.write_grades(merged_course, "simple", ASSIGNMENT, section="05")
+
+
+def test_the_import_parsers_catch_what_the_old_files_did(merged_course):
+    """The file written before: every student for every platform, blank for the not graded. Moodle aborts on the
+    first Canvas student; a blank would clear the hand grade. The parsers can fail."""
+    old = ("ID number,Full name,Email address,01_layernorm_ko\r\n2023100001,이도현,,\r\n2024103117,김서준,,5\r\n"
+           "2024104107,김민준,,\r\n2024205101,전하린,,4\r\n").encode()
+    with pytest.raises(MoodleImportAborted, match="2024205101"):
+        moodle_import(old, MOODLE_ID_NUMBERS, {}, ASSIGNMENT)
+    cleared = moodle_import(old.replace(b"2024205101,\xec\xa0\x84\xed\x95\x98\xeb\xa6\xb0,,4\r\n", b""),
+                            MOODLE_ID_NUMBERS, {"2024104107": "4"}, ASSIGNMENT)
+    assert cleared["2024104107"] is None, "the hand grade is lost"
+    _, unknown = canvas_import("Student,ID,SIS User ID,SIS Login ID,Section,A (1)\r\n"
+                               "허민재,,2024306201,,04,2.5\r\n".encode(), CANVAS_USERS, {})
+    assert unknown == [["허민재", "", "2024306201", "", "04", "2.5"]]
+    with pytest.raises(AssertionError):
+        canvas_import(b"ID,Student,Section,A (1)\r\n", CANVAS_USERS, {})
+
+
+def test_canvas_export_takes_canvas_numbers_from_the_roster_not_only_from_a_download(merged_course):
+    table, notes = platform_export.grades_table(merged_course, "canvas", ASSIGNMENT, "empty", "과제 1 (318203)")
+    assert table[1][:5] == ["전하린", "48211", "2024205101", "harin03", "03"]
+    assert "the students of Canvas: 2 on Canvas in students.csv" in notes

@@ -436,7 +436,12 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
             f"PROBLEM {shown(source)} is not a download this command knows: its names are {seen}\n"
             "  what to do: expected one of " + "; ".join(f"{f.label} ({f.example})" for f in FORMATS)
             + ". Rename the files to <student id>.ipynb in one folder and run again")
-    assigned = _assignments(list(assign), entries, students, source)
+    collected = course / "collected" / assignment
+    remembered = _remembered(collected, {e.path for e in entries} | set(heads))
+    assigned = {**_assignments(remembered, entries, students, source), **_assignments(list(assign), entries, students,
+                                                                                    source)}
+    if assign:
+        _remember(collected, assign)
     report = Collected(fmt.label, ignored=ignored)
     owners = {h: owner(fmt, h, students) if fmt._match(h) else None for h in heads}
 
@@ -450,7 +455,6 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
                               found.display if found else head), name if name != head else "")
         return owners[head], ""
 
-    collected = course / "collected" / assignment
     groups: dict[tuple[str, str], list[Entry]] = {}
     group_owner: dict[tuple[str, str], Owner] = {}
     for e in entries:
@@ -458,8 +462,7 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
         head = e.path.split("/", 1)[0]
         if who is None or who.student is None:
             why = who.why if who else f"the name does not follow {fmt.label}'s pattern ({fmt.example})"
-            report.unplaced.append(Placement(e, None, why=why, owner=who,
-                                             remedy=_remedy(who, head, students, source, assignment, course)))
+            report.unplaced.append(Placement(e, None, why=why, owner=who, remedy=head))     # the remedy: below
             continue
         groups.setdefault((who.student.id, alone), []).append(e)
         group_owner[(who.student.id, alone)] = who
@@ -483,6 +486,8 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
                       f"place the answer: {place}")
             report.unplaced.append(Placement(e, who.student, why=why, remedy=remedy, owner=who))
     for p in report.unplaced:
+        if p.student is None:           # after the placements: a student placed now has something there
+            p.remedy = _remedy(p.owner, p.remedy, students, source, assignment, course)
         owner_folder = p.student.id if p.student else "_unknown"
         p.result, _ = _write(collected / "unplaced" / owner_folder / p.entry.path, p.entry.data, p.entry.when,
                              collected / "replaced" / owner_folder)
@@ -494,11 +499,32 @@ def collect(source: Path, assignment: str, course: Path = COURSE, again: str = "
     return report
 
 
+ASSIGNED = "assigned.txt"        # in collected/<assignment>/: the ASSIGN= given before, one <file>:<id> a line
+
+
+def _remembered(collected: Path, names: set[str]) -> list[str]:
+    """The ASSIGN= of earlier runs whose file this download holds too (a later zip of the same course)."""
+    path = collected / ASSIGNED
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [line for line in lines if line.rpartition(":")[0] in names]
+
+
+def _remember(collected: Path, assign: list[str]) -> None:
+    path = collected / ASSIGNED
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    new = [part.strip() for text in assign for part in text.split(";") if part.strip()]
+    files = {line.rpartition(":")[0] for line in new}
+    lines = [line for line in lines if line.rpartition(":")[0] not in files] + new
+    collected.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
 def _remedy(who: Owner | None, head: str, students: list[rosters.Student], source: Path, assignment: str,
             course: Path) -> str:
     """What to do with a file no student of the roster was found for: the command that places it."""
     if who is not None and who.student is None and " are called " in who.why:
         ids = re.findall(r"[^\s(),]+(?=[,)])", who.why.split(" are called ", 1)[1])
+        ids.sort(key=lambda i: (course / "submitted" / i / assignment).is_dir())     # who has nothing there yet first
         return (f"open it to see whose it is, then place it: {command(source, assignment, course, f'{head}:{ids[0]}')}"
                 + "".join(f" (or …:{i})" for i in ids[1:]))
     place = command(source, assignment, course, f"{head}:<student id>")
