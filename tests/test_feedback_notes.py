@@ -192,3 +192,21 @@ def test_the_converted_math_has_no_tex_left():
                 "W' = s \\cdot W, \\qquad b' = s \\cdot b + t", "\\hat{\\sigma}^2 \\leftarrow (1 - m)\\,\\hat{\\sigma}^2"):
         mathml = feedback_math.tex_to_mathml(tex, display=True)
         assert mathml.startswith('<math display="block">') and "\\" not in mathml, mathml
+
+
+def test_a_kernel_killed_for_ignoring_the_interrupt_is_said_in_both_languages():
+    """The timeout whose kernel was killed (tools/grading_execute.py): read from the output, said on the
+    page (the student learns why, and what to write instead) and in grades.csv's note."""
+    from tools import feedback_notes, grading_notes
+    error = nbformat.v4.new_output("error", ename="CellTimeoutError", evalue=grading_notes.KILLED, traceback=[])
+    nb = _notebook(outputs={"test_train": [error]})
+    (note,) = grading_notes.from_outputs(nb, 8)
+    assert note == {"kind": "timeout", "cells": ["test_train"], "seconds": 8, "killed": True}
+    assert grading_notes.describe(note) == ("stopped at the time limit (8 s), 0 points: test_train; it ignored the "
+                                            "interrupt, so its kernel was killed and the cells before run again in a "
+                                            "new one")
+    ko, en = (feedback_notes.sentences(nb, lang)[0] for lang in ("ko", "en"))
+    assert "except Exception:" in ko and "인터럽트" in ko and "새 프로세스에서" in ko
+    assert "killed the kernel" in en and not HANGUL.search(en)
+    plain = nbformat.v4.new_output("error", ename="CellTimeoutError", evalue="", traceback=[])
+    assert "killed" not in grading_notes.from_outputs(_notebook(outputs={"test_train": [plain]}), 8)[0]

@@ -699,16 +699,19 @@ class Progress:
     ``[3/12] kim_sumin: 14 s``, and when a cell of it ran past the time limit, that too."""
     STARTS = re.compile(r"Creating/updating student with ID '([^']+)'")
     TIMEOUT = re.compile(r"Timeout waiting for execute reply|CellTimeoutError|Cell execution timed out")
+    KILLED = re.compile(r"did not stop when interrupted")      # tools/grading_execute.py killed its kernel
 
     def __init__(self, assignment: str, expected: int):
         self.assignment, self.expected, self.count = assignment, expected, 0
-        self.student, self.started, self.timed_out = None, 0.0, False
+        self.student, self.started, self.timed_out, self.killed = None, 0.0, False, False
 
     def line(self, text: str) -> None:
         m = self.STARTS.search(text)
         if m:
             self.done()
-            self.student, self.started, self.timed_out = m.group(1), time.monotonic(), False
+            self.student, self.started, self.timed_out, self.killed = m.group(1), time.monotonic(), False, False
+        elif self.student and self.KILLED.search(text):
+            self.killed = True
         elif self.student and self.TIMEOUT.search(text):
             self.timed_out = True
 
@@ -718,6 +721,8 @@ class Progress:
         self.count += 1
         total = max(self.expected, self.count)
         note = ": a cell ran past the time limit and was stopped" if self.timed_out else ""
+        if self.killed:
+            note += "; it ignored the interrupt: its kernel was killed, the cells before run again and the rest graded"
         print(f"  [{self.count}/{total}] {self.assignment} {self.student}: "
               f"{time.monotonic() - self.started:.0f} s{note}", flush=True)
         self.student = None

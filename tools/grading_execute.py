@@ -40,6 +40,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 
 from tools.bilingual import assignment_language
+from tools.grading_notes import KILLED
 
 SKIPPED = {
     "ko": ("[채점 중 건너뜀] 앞의 셀이 제한 시간(셀마다 {timeout}) 안에 끝나지 않아서, 채점할 때는 "
@@ -50,7 +51,6 @@ SKIPPED = {
 }
 SECONDS = {"ko": "{n}초", "en": "{n} s"}
 GRACE = 5               # seconds the kernel has to stop after the interrupt before its process is killed
-KILLED = "the code did not stop when interrupted: its kernel was killed and started again"
 
 
 def _nbgrader(cell: NotebookNode) -> dict:

@@ -7,7 +7,7 @@ them in grades.csv's ``note`` and stores them in the autograded notebook's metad
 (``metadata.classroom.notes``), where the feedback page (tools/feedback_pages.py) reads them, so
 that the student reads the same thing the teacher does. Each note is a dict:
 
-    {"kind": "timeout",    "cells": [...], "seconds": 60}
+    {"kind": "timeout",    "cells": [...], "seconds": 60}     (+ "killed": true: it ignored the interrupt)
     {"kind": "delegation", "cells": [...], "calls": ["torch.nn.BatchNorm1d"]}
     {"kind": "edited",     "cells": [...]}     read-only cells edited: graded as released
     {"kind": "put_back",   "cells": [...]}     test cells deleted: put back and graded
@@ -23,6 +23,8 @@ from pathlib import Path
 
 KINDS = ("timeout", "delegation", "edited", "put_back", "deleted")
 TIMEOUT_ERROR = "CellTimeoutError"
+# the value of a timeout whose kernel ignored the interrupt and was killed (tools/grading_execute.py)
+KILLED = "the code did not stop when interrupted: its kernel was killed and started again"
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,7 +50,7 @@ def delegated_call(text: str) -> str | None:
 
 def from_outputs(notebook: dict, seconds: float | None = None) -> list[dict]:
     """The timeout and delegation notes of an autograded notebook, from its graded cells' outputs."""
-    timeouts, cells, calls = [], [], []
+    timeouts, cells, calls, killed = [], [], [], False
     for cell in notebook.get("cells", []):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if not meta.get("grade"):
@@ -59,6 +61,7 @@ def from_outputs(notebook: dict, seconds: float | None = None) -> list[dict]:
                 continue
             if output.get("ename") == TIMEOUT_ERROR:
                 timeouts.append(grade_id)
+                killed = killed or output.get("evalue") == KILLED
             call = delegated_call(output.get("evalue", ""))
             if call:
                 cells.append(grade_id)
@@ -66,7 +69,7 @@ def from_outputs(notebook: dict, seconds: float | None = None) -> list[dict]:
     notes = []
     if timeouts:
         notes.append({"kind": "timeout", "cells": list(dict.fromkeys(timeouts)),
-                      **({"seconds": seconds} if seconds else {})})
+                      **({"seconds": seconds} if seconds else {}), **({"killed": True} if killed else {})})
     if cells:
         notes.append({"kind": "delegation", "cells": list(dict.fromkeys(cells)), "calls": list(dict.fromkeys(calls))})
     return notes
@@ -78,7 +81,9 @@ def describe(note: dict) -> str:
     kind = note["kind"]
     if kind == "timeout":
         limit = f" ({note['seconds']:g} s)" if note.get("seconds") else ""
-        return f"stopped at the time limit{limit}, 0 points: {cells}"
+        killed = "; it ignored the interrupt, so its kernel was killed and the cells before run again in a new one" \
+            if note.get("killed") else ""
+        return f"stopped at the time limit{limit}, 0 points: {cells}{killed}"
     if kind == "delegation":
         return f"called {', '.join(note.get('calls', []))} (a reference implementation), 0 points: {cells}"
     return {"edited": "read-only cells edited, graded as released",
