@@ -34,10 +34,12 @@ autograde
     (tools/grading_notes.py: a cell stopped at the time limit, a call to a reference implementation,
     read-only cells edited or deleted; also stored in the autograded notebook for the feedback
     page), and the console shows one line per student with score, maximum and note, then the
-    problems, then the counts of the file. Exit status 1 if there was any problem.
+    problems, then the counts of the file. Exit status 1 if there was any problem, said on the last
+    line first (make's "Error 1" after it is not a crash).
 feedback
     ``nbgrader generate_feedback NAME``: one HTML page per student and notebook under
-    ``feedback/<student>/<assignment>/``; the pages new or changed since the last run are named.
+    ``feedback/<student>/<assignment>/``; the pages new or changed since the last run are named,
+    and so are the students who handed something in and have no page (not graded).
 """
 
 from __future__ import annotations

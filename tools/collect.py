@@ -1,7 +1,7 @@
 """File a learning platform's bulk download of submissions into the course: what
 ``make collect ZIP=<file> ASSIGNMENT=<name>`` runs.
 
-    python -m tools.collect ZIP ASSIGNMENT [--course DIR]
+    python -m tools.collect ZIP ASSIGNMENT [--course DIR] [--assign FILE:ID] [--force]
 
 ``ZIP`` is the platform's download as it is (a zip, or the folder it unpacks to). Each
 submission ends at ``submitted/<student id>/<assignment>/<notebook>``, where ``make autograde``
@@ -13,9 +13,13 @@ grades it. The format is recognized from the file names (``FORMATS``):
     a plain folder    <id>.ipynb, <id>_<anything>.ipynb or <id>/…
 
 and refused, with the names seen, when it is none of them. Students are matched to the course's
-``students.csv`` (any platform export, read by tools/roster.py) by number (the id, or the
-platform's own number: Canvas's ``ID``) and otherwise by name; without a roster, the platform's
-number names the folder. Inside, zips are unpacked however deeply nested (names in UTF-8 or, as
+``students.csv`` (tools/roster.py) by number where the number is one the roster holds (the id in a
+plain folder, Canvas's user number in Canvas's download; Moodle's is a participant number of one
+assignment) and otherwise by name (of two of the same name, the one on that platform when
+students.csv says so); without a roster, the platform's number names the folder. Two students of
+the same name are not guessed: the console prints the command that places the file,
+``--assign <file>:<id>`` (``make collect … ASSIGN=…``), kept in ``collected/<assignment>/assigned.txt``
+for the next zips. Inside, zips are unpacked however deeply nested (names in UTF-8 or, as
 Windows writes them, CP949; macOS's decomposed Hangul is recomposed); ``.ipynb_checkpoints``,
 ``__MACOSX`` and the like are ignored. A student's notebook is the one named as released, or a
 copy of it (``01_layernorm (1).ipynb``, Canvas's ``01_layernorm-1.ipynb``: the newest when there
@@ -23,9 +27,12 @@ are several), or the student's only notebook whatever its name (``과제1_송유
 
 Nothing is lost: what is not placed (a second notebook, a PDF, a student not on the roster, a
 name the format does not explain) is copied to ``collected/<assignment>/unplaced/`` and named
-with the remedy; a submission that a later zip replaces is moved to
-``collected/<assignment>/replaced/``. The same zip twice changes nothing; a later zip (late
-submissions) adds or replaces only its own students. ``collected/<assignment>/platform.csv``
+with the remedy (it leaves that folder once placed). Collect never goes back in time: a
+submission is replaced only by a newer file (the zip entry's time, or the file's; the old one is
+kept in ``collected/<assignment>/replaced/<id>/`` under a name no other version has), an older one
+is not put in place but kept there too, and said (``--force`` puts it in place). The same zip
+twice changes nothing; a later zip (late submissions) adds or replaces only its own students.
+Exit status 1 when a file that may be an answer is left to place, said on the last line. ``collected/<assignment>/platform.csv``
 keeps each student's platform file prefix, which ``make feedback-export`` names the pages with.
 
 nbgrader's own ``zip_collect`` can use the same patterns (``--collector tools.collect.Moodle``,

@@ -1,7 +1,7 @@
 """Grades and feedback back onto the learning platform: what ``make grades-export`` and
 ``make feedback-export`` run.
 
-    python -m tools.platform_export grades   PLATFORM ASSIGNMENT [--missing empty|zero] [--column NAME]
+    python -m tools.platform_export grades   PLATFORM ASSIGNMENT [--missing empty|zero] [--column NAME] [--section 01,02]
     python -m tools.platform_export feedback PLATFORM ASSIGNMENT
 
 Grades come from ``grades.csv`` (``make autograde``), the students' platform details from
@@ -22,7 +22,13 @@ says the platform, and for grades, how a student who handed nothing in is counte
   prefix from the platform's own download, as Moodle's "Upload
   multiple feedback files in a zip" and Canvas's "Re-upload submissions" match them.
 
-"Not graded" submissions (a problem of ``make autograde``) are left empty and named, never 0.
+A grade file holds the platform's students only (students.csv's ``platform`` column, or collected
+from that platform's download; every student, with a warning, when nothing says who is on it), or
+those of ``--section``: Moodle's import stops at the first ID number it does not know. A row that
+would clear a grade typed in the platform is left out: a "not graded" submission (a problem of
+``make autograde``) always, one "not submitted" unless ``--missing zero``; how many, and why, is
+printed. Canvas's ``ID`` and ``SIS Login ID`` come from students.csv (Canvas's export merged in),
+else from the prefix of its download.
 """
 
 from __future__ import annotations
