@@ -3,8 +3,7 @@
 // One ES module, the front end of the anywidget `normlib.book.explorer.Explorer`. It runs wherever
 // anywidget runs (JupyterLab, Notebook 7, VS Code, Colab: the state lives in the Python object's
 // traitlets) and on the book's static page with no kernel (tools/offline_book/anywidget-loader.js
-// mounts it from the notebook's stored widget state). It computes in the browser, in float64
-// (JavaScript numbers), and draws with SVG and HTML: nothing is drawn in advance.
+// mounts it from the notebook's stored widget state). It computes in float64 and draws SVG and HTML.
 //
 // The first half is pure arithmetic, parsing and printing, exported for tests (tests/test_explorer.py,
 // in Node and Chromium, against torch). The second half draws: the DOM is built once per layout and
@@ -43,8 +42,7 @@ export function sampleValues(layout, shape, seed = 1) {
   const [A, B, K] = shape, out = [];
   for (let i = 0, s = seed; i < A * B * K; i++) {
     s = (48271 * s) % 2147483647;
-    const channel = layout === "image" ? Math.floor(i / K) % B : i % K;
-    out.push(((s % 61) - 30) / 10 + channel / 2);
+    out.push(((s % 61) - 30) / 10 + (layout === "image" ? Math.floor(i / K) % B : i % K) / 2);
   }
   return out;
 }
@@ -171,15 +169,22 @@ export function fmt(v, digits = 5, scale = 0) {
     : v.toFixed(Math.max(0, digits - 1 - e)).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
   return s === "-0" ? "0" : signs(s);
 }
-// A value as typed (ε, γ, β, the inputs): the shortest decimal that reads back as the same float64.
+// A value as typed (ε, γ, β, the inputs): the shortest decimal that reads back as the same float64;
+// and the number a printed string stands for.
 export const exact = (v) => (v === null || v === undefined ? "" : signs(String(v)));
-// The number a printed string stands for.
 export const readBack = (s) => Number(s.replaceAll(MINUS, "-").replace("∞", "Infinity"));
-// The size of the numbers of each kind, under which a value is float noise (fmt's scale).
+// The size under which a value is float noise (fmt's scale): per statistic its members' largest |x|
+// (x for μ, x² for σ² and E[x²]), per element that size carried through x̂ = (x − μ)/σ and y = γ·x̂ + β.
 export function scales(state, r) {
-  const big = (a) => (a ?? []).reduce((m, v) => (Number.isFinite(v) ? Math.max(m, Math.abs(v)) : m), 0);
-  const x = big(r.x);
-  return { x, x2: x * x, xhat: big(r.xhat), y: big(r.y), rm: big(state.running_mean), rv: big(state.running_var) };
+  const { ids, channel } = r.share, stat = r.mean.map(() => 0);
+  r.x.forEach((v, i) => { if (Number.isFinite(v)) stat[ids[i]] = Math.max(stat[ids[i]], Math.abs(v)); });
+  const xhat = ids.map((id, i) => {       // RMSNorm's x̂ = x/√(E[x²] + ε) has no difference to lose digits in
+    if (state.method === "rms") return 0;
+    const c = channel[i], [mu, v] = r.evaluating ? [state.running_mean[c], state.running_var[c]] : [r.mean[id], r.variance[id]];
+    return Math.max(stat[id], Math.abs(mu)) / Math.sqrt(v + state.eps);
+  });
+  const big = (a) => a.reduce((m, v) => (Number.isFinite(v) ? Math.max(m, Math.abs(v)) : m), 0), g = Math.abs(state.gamma);
+  return { x: stat, x2: stat.map((v) => v * v), xhat, y: xhat.map((v) => g * v + Math.abs(state.beta)), rm: big(state.running_mean), rv: big(state.running_var) };
 }
 // Operands printed with the fewest digits (5 or more) from which the shown arithmetic gives the
 // shown result (5 significant digits): [operands as printed, result as printed].
@@ -198,20 +203,21 @@ export function formula(state, result, i) {
   const id = share.ids[i], c = share.channel[i], eps = state.eps, e = exact(eps);
   let first;
   if (state.method === "rms") {
-    const [[a, m], r] = fitted([x[i], mean[id]], [sc.x, sc.x2], ([a, m]) => a / Math.sqrt(m + eps), xhat[i], sc.xhat);
+    const [[a, m], r] = fitted([x[i], mean[id]], [0, sc.x2[id]], ([a, m]) => a / Math.sqrt(m + eps), xhat[i], sc.xhat[i]);
     first = `x̂ = ${a} / √(${m} + ${e}) = ${r}`;
   } else {
     const [mu, v] = result.evaluating ? [state.running_mean[c], state.running_var[c]] : [mean[id], variance[id]];
-    const [[a, m, s], r] = fitted([x[i], mu, v], [sc.x, sc.x, sc.x2], ([a, m, s]) => (a - m) / Math.sqrt(s + eps), xhat[i], sc.xhat);
+    const [[a, m, s], r] = fitted([x[i], mu, v], [0, sc.x[id], sc.x2[id]], ([a, m, s]) => (a - m) / Math.sqrt(s + eps), xhat[i], sc.xhat[i]);
     first = `x̂ = (${a} − ${m}) / √(${s} + ${e}) = ${r}`;
   }
-  const beta = state.method === "rms" ? 0 : state.beta, [[h], r] = fitted([xhat[i]], [sc.xhat], ([h]) => state.gamma * h + beta, y[i], sc.y);
+  const beta = state.method === "rms" ? 0 : state.beta, [[h], r] = fitted([xhat[i]], [sc.xhat[i]], ([h]) => state.gamma * h + beta, y[i], sc.y[i]);
   const second = state.method === "rms" ? `y = γ·x̂ = ${exact(state.gamma)} · ${h} = ${r}`
     : `y = γ·x̂ + β = ${exact(state.gamma)} · ${h} + ${exact(state.beta)} = ${r}`;
   return [first, second];
 }
 // Where element i sits, in the layout's own words: [a, b, k] one-based.
 export const position = ([, B, K], i) => [Math.floor(i / (B * K)) + 1, (Math.floor(i / K) % B) + 1, (i % K) + 1];
+export const indexIn = ([A, B, K], [a, b, k]) => (a <= A && b <= B && k <= K ? ((a - 1) * B + b - 1) * K + k - 1 : null);
 
 export const STATE_KEYS = ["layout", "layouts", "image_shape", "sequence_shape", "image_x", "sequence_x", "table",
   "method", "groups", "eps", "gamma", "beta", "training", "momentum", "running_mean", "running_var", "steps", "selected"];
@@ -234,11 +240,8 @@ export function refusal(key, value, state) {
     return Number.isInteger(value) && value >= lo && value <= hi ? null : ["nx_bad_whole", { min: lo, max: hi }];
   }
   if (key === "momentum") return value >= 0 && value <= 1 ? null : ["nx_bad_range", { min: 0, max: 1 }];
-  if (key === "eps" && state.method === "batch") {
-    if (state.training && !(value > 0)) return ["nx_bad_eps_training", {}];
-    if (value < 0) return ["nx_bad_eps_negative", {}];
-  }
-  return null;
+  if (key === "eps" && state.method === "batch" && state.training && !(value > 0)) return ["nx_bad_eps_training", {}];
+  return key === "eps" && state.method === "batch" && value < 0 ? ["nx_bad_eps_negative", {}] : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,27 +291,26 @@ let counter = 0;
 
 function render({ model, el }) {
   const uid = `nx${++counter}`;
-  const ui = { state: null, result: null, hovered: null, w: words(model) };
+  const ui = { state: null, result: null, hovered: null, w: words(model), held: false, queue: [] };
+  const now = () => settle(stateOf(model));
   const root = el.appendChild(h("div", { class: "nx", lang: model.get("lang") }));
   // A box a person types a number into. `read(state)` is its value; `commit(value)` applies it;
   // a value that is not a number, or that `refusal` refuses, is shown refused and changes nothing.
-  function textBox(key, name, read, apply, attrs = {}, message = null) {
-    const id = `${uid}-${key}`;
-    const msg = message ?? h("span", { class: "nx-msg", id: `${id}-msg`, hidden: true });
+  function textBox(key, name, read, apply, attrs = {}) {
+    const id = `${uid}-${key}`, msg = h("span", { class: "nx-msg", id: `${id}-msg`, hidden: true });
     const input = h("input", { id, type: "text", inputmode: "decimal", autocomplete: "off", spellcheck: "false",
       "aria-describedby": msg.id, ...attrs });
     let shown = null, fresh = false;
     const box = { input, msg, key }, invalid = () => input.hasAttribute("aria-invalid");
-    box.clear = () => { input.removeAttribute("aria-invalid"); if (msg.dataset.owner === id) { msg.textContent = ""; msg.hidden = true; } };
+    box.clear = () => { input.removeAttribute("aria-invalid"); msg.textContent = ""; msg.hidden = true; };
     box.enter = () => {
       if (input.value === shown && !invalid()) return;
-      const kept = read(ui.state), typed = input.value, parsed = parseNumber(typed);
-      const problem = parsed.error ? [parsed.error, {}] : refusal(key, parsed.value, ui.state);
+      const s = now(), kept = read(s), typed = input.value, parsed = parseNumber(typed);
+      const problem = parsed.error ? [parsed.error, {}] : refusal(key, parsed.value, s);
       if (problem) {                 // shown with the field, announced; the state stays as it was
+        const text = ui.w(problem[0], { ...problem[1], typed: typed.trim(), name: name(), kept: exact(kept) });
         input.setAttribute("aria-invalid", "true");
-        msg.dataset.owner = id; msg.hidden = false;
-        msg.textContent = ui.w(problem[0], { ...problem[1], typed: typed.trim(), name: name(), kept: exact(kept) });
-        return say(msg.textContent);
+        return later(() => { msg.hidden = false; msg.textContent = text; say(text); });
       }
       box.clear();
       input.value = shown = exact(parsed.value);
@@ -327,30 +329,27 @@ function render({ model, el }) {
     input.addEventListener("input", () => { fresh = false; });
     return box;
   }
-  function field(label, control, msg = null) {
-    const caption = h("span", { text: label });
-    return { caption, wrap: h("div", { class: "nx-field" }, [h("label", { for: control.id }, caption), control, msg]) };
-  }
+  const field = (control, msg = null, caption = h("span")) =>
+    ({ caption, wrap: h("div", { class: "nx-field" }, [h("label", { for: control.id }, caption), control, msg]) });
   function setOptions(select, pairs, value) {
-    const now = Array.from(select.options, (o) => [o.value, o.text]);
-    if (JSON.stringify(now) !== JSON.stringify(pairs.map(([v, t]) => [String(v), t]))) {
-      select.replaceChildren(...pairs.map(([v, t]) => h("option", { value: v, text: t })));
-    }
+    const shown = JSON.stringify(Array.from(select.options, (o) => [o.value, o.text]));
+    if (shown !== JSON.stringify(pairs.map(([v, t]) => [String(v), t]))) select.replaceChildren(...pairs.map(([v, t]) => h("option", { value: v, text: t })));
     if (select.value !== String(value)) select.value = String(value);
   }
   // -- the controls: layout, method, sizes, G, γ, β, ε ---------------------------------------------
   const controls = (() => {
     const select = (key, cast = String) => h("select", { id: `${uid}-${key}`, onchange: (e) => commit(model, { [key]: cast(e.target.value) }) });
     const layout = select("layout"), method = select("method"), groups = select("groups", Number);
-    const parts = { layout: field("", layout), method: field("", method), groups: field("", groups) };
+    const parts = { layout: field(layout), method: field(method), groups: field(groups) };
     const boxes = [0, 1, 2].map((axis) => textBox(`size${axis}`, () => ui.w(SIZE_NAMES[ui.state.layout][axis]).split(" ")[0],
       (s) => sizes(s)[axis], (v) => {
-        const s = ui.state, next = sizes(s).map((n, j) => (j === axis ? v : n));
-        commit(model, { [`${s.layout}_shape`]: next, [`${s.layout}_x`]: sampleValues(s.layout, next) });
+        const s = now(), next = sizes(s).map((n, j) => (j === axis ? v : n));
+        commit(model, { [`${s.layout}_shape`]: next, [`${s.layout}_x`]: sampleValues(s.layout, next),
+          selected: indexIn(next, position(sizes(s), s.selected)) ?? 0 });       // the chosen cell stays where it was
       }, { class: "nx-text nx-size" }));
     const params = ["gamma", "beta", "eps"].map((key) => textBox(key, () => ({ gamma: "γ", beta: "β", eps: "ε" })[key],
       (s) => s[key], (v) => commit(model, { [key]: v }), { class: "nx-text nx-param" }));
-    const sizeFields = boxes.map((b) => field("", b.input, b.msg)), paramFields = params.map((b) => field("", b.input, b.msg));
+    const sizeFields = boxes.map((b) => field(b.input, b.msg)), paramFields = params.map((b) => field(b.input, b.msg));
     const row = h("div", { class: "nx-controls" }, [parts.layout.wrap, parts.method.wrap, ...sizeFields.map((f) => f.wrap),
       parts.groups.wrap, ...paramFields.map((f) => f.wrap)]);
     function update(s, w) {
@@ -379,7 +378,6 @@ function render({ model, el }) {
   const members = h("p", { class: "nx-members" });
   // -- the drawing: SVG blocks (image, sequence) or the 4 × 3 table ---------------------------------
   const drawing = h("div", { class: "nx-drawing" });
-  const tableMsg = h("p", { class: "nx-msg", id: `${uid}-table-msg`, hidden: true });
   let cells = [], drawn = null;       // cells[i]: {el (focusable), paint(s, r, active), update}
   const pick = (i, focus) => { commit(model, { selected: i }); if (focus) cells[i].target.focus(); };
   function blocks(s, shape) {
@@ -397,7 +395,8 @@ function render({ model, el }) {
         for (let k = 0; k < K; k++) {
           const i = (a * B + b) * K + k, title = h("svg:title");
           const rect = h("svg:rect", { x: pad + k * cell + 1, y: pad + b * cell + 1, width: cell - 2, height: cell - 2, rx: 3,
-            role: "button", "data-index": i, class: "nx-cell", onclick: () => pick(i, false), onkeydown: (e) => move(e, i, shape),
+            role: "button", "data-index": i, class: "nx-cell", onkeydown: (e) => move(e, i, shape),
+            onclick: () => { const to = indexIn(sizes(now()), [a + 1, b + 1, k + 1]); if (to !== null) pick(to, false); },
             onmouseenter: () => light(stat()), onmouseleave: () => light(null), onfocus: () => light(stat()), onblur: () => light(null) }, [title]);
           const stat = () => Number(rect.dataset.stat), label = h("svg:text", { x: pad + k * cell + cell / 2,
             y: pad + b * cell + cell / 2 + 4, class: "nx-num", "text-anchor": "middle", "aria-hidden": "true" });
@@ -405,7 +404,7 @@ function render({ model, el }) {
           cells.push({ target: rect,
             update(s2, r, sc) {
               const id = r.share.ids[i], chosen = i === s2.selected, text = ui.w("nx_cell", { where: where(s2.layout,
-                position(shape, i), ui.w), x: fmt(r.x[i], 5), y: r.error ? "—" : fmt(r.y[i], 5, sc.y), which: id + 1 });
+                position(shape, i), ui.w), x: fmt(r.x[i], 5), y: r.error ? "—" : fmt(r.y[i], 5, sc.y[i]), which: id + 1 });
               setAttr(rect, "data-stat", id); setAttr(rect, "aria-label", text); setText(title, text);
               setAttr(rect, "stroke", edge(id)); setText(label, String(id + 1));
               setAttr(rect, "tabindex", chosen ? 0 : -1); setAttr(rect, "aria-pressed", String(chosen));
@@ -434,7 +433,7 @@ function render({ model, el }) {
     const [N, , D] = shape;
     const head = h("tr", {}, [h("td", { class: "nx-corner" }),
       ...Array.from({ length: D }, (_, d) => h("th", { scope: "col", text: ui.w("nx_feature", { d: d + 1 }) }))]);
-    const rows = [];
+    const rows = [], msgs = [];
     cells = [];
     for (let n = 0; n < N; n++) {
       const tr = h("tr", {}, [h("th", { scope: "row", text: ui.w("nx_sample", { n: "ABCDEF"[n] }) })]);
@@ -442,7 +441,8 @@ function render({ model, el }) {
         const i = n * D + d;
         const name = ui.w("nx_table_input", { n: "ABCDEF"[n], d: d + 1 });
         const box = textBox(`cell${i}`, () => name, (s2) => s2.table[i], (v) => commit(model, { table: model.get("table").map((t, j) => (j === i ? v : t)) }),
-          { class: "nx-text nx-in", "data-index": i, "aria-label": name }, tableMsg), input = box.input;
+          { class: "nx-text nx-in", "data-index": i, "aria-label": name }), input = box.input;
+        msgs.push(box.msg);
         input.addEventListener("focus", () => { light(null); if (model.get("selected") !== i) commit(model, { selected: i }); });
         input.addEventListener("mouseenter", () => light(Number(input.dataset.stat)));
         input.addEventListener("mouseleave", () => light(null));
@@ -462,8 +462,8 @@ function render({ model, el }) {
             setAttr(input, "data-stat", r.share.ids[i]); input.style.borderColor = edge(r.share.ids[i]);
             box.update(s2);
             td.classList.toggle("nx-selected", i === s2.selected);
-            setText(xh, r.error ? "—" : `x̂ ${fmt(r.xhat[i], 4, sc.xhat)}`);
-            setText(yv, r.error ? "" : `y ${fmt(r.y[i], 4, sc.y)}`);
+            setText(xh, r.error ? "—" : `x̂ ${fmt(r.xhat[i], 4, sc.xhat[i])}`);
+            setText(yv, r.error ? "" : `y ${fmt(r.y[i], 4, sc.y[i])}`);
           },
           paint(active) {
             const lit = Number(input.dataset.stat) === active;
@@ -475,7 +475,7 @@ function render({ model, el }) {
     }
     drawing.replaceChildren(h("p", { class: "nx-note", id: `${uid}-note`, text: ui.w("nx_table_caption") }),
       h("div", { class: "nx-scroll" }, h("table", { class: "nx-table", "aria-describedby": `${uid}-note` }, [
-        h("thead", {}, head), h("tbody", {}, rows)])), tableMsg);
+        h("thead", {}, head), h("tbody", {}, rows)])), h("div", {}, msgs));
   }
   // -- the chosen cell's formula, why a NaN or ∞ shows, every statistic -----------------------------
   const details = (() => {
@@ -499,8 +499,8 @@ function render({ model, el }) {
         body.replaceChildren(...rows);
       }
       rows.forEach((tr, id) => {
-        setText(tr.cells[1], fmt(r.mean[id], 5, rms ? sc.x2 : sc.x));
-        if (!rms) setText(tr.cells[2], fmt(r.variance[id], 5, sc.x2));
+        setText(tr.cells[1], fmt(r.mean[id], 5, (rms ? sc.x2 : sc.x)[id]));
+        if (!rms) setText(tr.cells[2], fmt(r.variance[id], 5, sc.x2[id]));
       });
     }
     const paint = (active) => rows.forEach((tr, id) => tr.classList.toggle("nx-lit", id === active));
@@ -513,13 +513,13 @@ function render({ model, el }) {
     const train = radio(true), evaluate = radio(false), trainLabel = h("span"), evalLabel = h("span"), noneLabel = h("span");
     const momentum = textBox("momentum", () => ui.w("nx_momentum"), (s) => s.momentum, (v) => commit(model, { momentum: v }),
       { class: "nx-text nx-param" });
-    const momentumField = field("", momentum.input, momentum.msg);
+    const momentumField = field(momentum.input, momentum.msg);
     const none = h("input", { type: "checkbox", id: `${uid}-none`,
       onchange: (e) => { momentum.clear(); commit(model, { momentum: e.target.checked ? null : 0.1 }); } });
     const step = h("button", { type: "button", id: `${uid}-step`, class: "nx-button",
-      onclick: () => { const next = trainStep(ui.state); if (next) commit(model, next); } });
+      onclick: () => { const next = trainStep(now()); if (next) commit(model, next); } });
     const reset = h("button", { type: "button", id: `${uid}-reset`, class: "nx-button",
-      onclick: () => commit(model, { steps: 0, running_mean: ui.state.running_mean.map(() => 0), running_var: ui.state.running_var.map(() => 1) }) });
+      onclick: () => commit(model, { steps: 0, running_mean: now().running_mean.map(() => 0), running_var: now().running_var.map(() => 1) }) });
     const legend = h("legend"), count = h("span"), rm = h("code"), rv = h("code"), el = h("fieldset", { class: "nx-batch" }, [legend,
       h("div", { class: "nx-controls" }, [h("label", { class: "nx-radio" }, [train, trainLabel]),
         h("label", { class: "nx-radio" }, [evaluate, evalLabel]), momentumField.wrap, h("label", { class: "nx-radio" }, [none, noneLabel])]),
@@ -528,8 +528,7 @@ function render({ model, el }) {
     function update(s, r, w, sc) {
       if (show(el, s.method === "batch")) return;
       setText(legend, w("nx_running")); setText(trainLabel, w("train_mode")); setText(evalLabel, w("eval_mode"));
-      setText(noneLabel, w("nx_momentum_none")); setText(momentumField.caption, w("nx_momentum"));
-      setText(step, w("nx_step")); setText(reset, w("nx_reset"));
+      [[noneLabel, "nx_momentum_none"], [momentumField.caption, "nx_momentum"], [step, "nx_step"], [reset, "nx_reset"]].forEach(([e, k]) => setText(e, w(k)));
       train.checked = s.training; evaluate.checked = !s.training; none.checked = s.momentum === null;
       momentum.input.disabled = s.momentum === null; step.disabled = trainStep(s) === null;
       momentum.update(s);
@@ -539,13 +538,12 @@ function render({ model, el }) {
     }
     return { el, update };
   })();
-  root.append(controls.el, summary.el, members, drawing, details.el, batch.el);
+  root.append(controls.el, drawing, summary.el, members, details.el, batch.el);     // text that changes comes after the drawing
   // The lit statistic (pointed at, focused, or the chosen cell's) in the cells, the statistics table,
   // the members line and the live region.
   const light = (id) => { ui.hovered = id; paint(); };
   function paint() {
-    const s = ui.state, r = ui.result, w = ui.w, sc = ui.scales;
-    const active = ui.hovered ?? r.share.ids[s.selected];
+    const s = ui.state, r = ui.result, w = ui.w, sc = ui.scales, active = ui.hovered ?? r.share.ids[s.selected];
     for (const c of cells) c.paint(active);
     details.paint(active);
     summary.el.classList.toggle("nx-error", Boolean(r.error));
@@ -554,20 +552,20 @@ function render({ model, el }) {
     setText(summary.strong, w(r.share.count === 1 ? "nx_summary_one" : "nx_summary", {
       method: methodName(s.method, w), total: r.share.count, pooled: r.share.pooled, which: active + 1, count }));
     const more = [w("nx_selected", { where: where(s.layout, position(r.shape, s.selected), w), x: fmt(r.x[s.selected], 5),
-      y: fmt(r.y[s.selected], 5, sc.y) })];
+      y: fmt(r.y[s.selected], 5, sc.y[s.selected]) })];
     if (s.method === "batch") more.push(w("nx_steps", { steps: s.steps }));
     if (r.evaluating) more.push(w("nx_uses_running"));
     setText(summary.rest, more.join(" "));
     const values = r.x.filter((_, i) => r.share.ids[i] === active).map((v) => fmt(v, 5)).join(", "), rms = s.method === "rms";
     setText(members, w(rms ? "nx_members_rms" : "nx_members", { which: active + 1, values,
-      mean: fmt(r.mean[active], 5, rms ? sc.x2 : sc.x), var: rms ? "" : fmt(r.variance[active], 5, sc.x2) }));
+      mean: fmt(r.mean[active], 5, (rms ? sc.x2 : sc.x)[active]), var: rms ? "" : fmt(r.variance[active], 5, sc.x2[active]) }));
   }
   // One update per action.
   let pending = false;          // the model's changes are gathered and drawn once, in a microtask
   function update() {
-    pending = false;
+    pending = false; ui.hovered = null;          // a change lights the chosen cell's statistic again
     ui.w = words(model);
-    const s = ui.state = settle(stateOf(model)), r = ui.result = compute(s), sc = ui.scales = scales(s, r);
+    const s = ui.state = now(), r = ui.result = compute(s), sc = ui.scales = scales(s, r);
     const shape = sizes(s), key = `${s.layout} ${shape.join("×")} ${model.get("lang")}`;
     if (drawn !== key) { drawn = key; if (s.layout === "table") table(s, shape); else blocks(s, shape); }
     controls.update(s, ui.w);
@@ -577,7 +575,13 @@ function render({ model, el }) {
     paint();
     report(s, r);
   }
-  const schedule = () => { if (!pending) { pending = true; queueMicrotask(update); } };
+  const schedule = () => { if (!pending) { pending = true; queueMicrotask(() => later(update)); } };
+  // While a pointer is pressed the page does not move under it: a change made by the press (the blur
+  // of an edited box) is drawn once it is released, so the click lands where it was aimed.
+  function later(fn) { if (ui.held) ui.queue.push(fn); else fn(); }
+  const release = () => setTimeout(() => { ui.held = false; ui.queue.splice(0).forEach((fn) => fn()); }, 0);
+  const listeners = { pointerdown: () => (ui.held = true), pointerup: (e) => e.pointerType === "mouse" && release(), click: release, pointercancel: release };
+  for (const [type, fn] of Object.entries(listeners)) window.addEventListener(type, fn, true);
   // What the widget computed, for Python to read back (`Explorer.shown`).
   function report(s, r) {
     const shown = r.error ? { error: r.error } : { mean: r.mean, variance: r.variance, xhat: r.xhat, y: r.y };
@@ -588,13 +592,9 @@ function render({ model, el }) {
   const watched = [...STATE_KEYS.map(trait), "words", "lang"];
   for (const key of watched) model.on(`change:${key}`, schedule);
   update();
-  el.normlibExplorer = {                     // for tests: the state and every number, unrounded
-    state: () => settle(stateOf(model)),
-    numbers: () => compute(settle(stateOf(model))),
-    set: (patch) => commit(model, patch),
-    step: () => { const next = trainStep(settle(stateOf(model))); if (next) commit(model, next); return next !== null; },
-  };
-  return () => { for (const key of watched) model.off(`change:${key}`, schedule); };
+  el.normlibExplorer = { state: now, numbers: () => compute(now()), set: (patch) => commit(model, patch),   // for tests
+    step: () => { const next = trainStep(now()); if (next) commit(model, next); return next !== null; } };
+  return () => { watched.forEach((key) => model.off(`change:${key}`, schedule)); Object.entries(listeners).forEach(([t, fn]) => window.removeEventListener(t, fn, true)); };
 }
 
 export default { render };

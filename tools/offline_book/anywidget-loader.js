@@ -10,7 +10,9 @@
  * script. The module is imported from a blob: URL, which works from a web server and from file://.
  * The book's own widgets' modules are not in the stored state but in anywidget-modules.js (a classic
  * script every widget page shares; tools/vendor_assets.py), found by their `_anywidget_id`.
- * Changes stay in the page: there is no kernel to send them to.
+ * Changes stay in the page: there is no kernel to send them to. Two views of one model share one
+ * model (as in Jupyter), and the reader's changes are kept in sessionStorage under the page and the
+ * model's id, so that back/forward and reload show the state the reader left.
  *
  * A view of any other widget is left as it is and reported on the console: the book shows
  * only anywidgets (tests/test_browser.py fails on a console error).
@@ -20,13 +22,21 @@
   var STATE = "application/vnd.jupyter.widget-state+json";
   var VIEW = "application/vnd.jupyter.widget-view+json";
 
-  function Model(state) {
-    var listeners = {};
+  var KEEP = "anywidget-loader:" + location.pathname + ":";
+  function kept(id) {
+    try { return JSON.parse(sessionStorage.getItem(KEEP + id) || "{}"); } catch (e) { return {}; }
+  }
+
+  function Model(state, id) {
+    var listeners = {}, changed = kept(id);
+    Object.keys(changed).forEach(function (key) { state[key] = changed[key]; });
     this.get = function (key) { return state[key]; };
     this.set = function (key, value) {
       var old = state[key];
       state[key] = value;
       if (JSON.stringify(old) !== JSON.stringify(value)) {
+        changed[key] = value;
+        try { sessionStorage.setItem(KEEP + id, JSON.stringify(changed)); } catch (e) { /* storage off: not kept */ }
         (listeners["change:" + key] || []).slice().forEach(function (cb) { cb(); });
         (listeners.change || []).slice().forEach(function (cb) { cb(); });
       }
@@ -59,7 +69,7 @@
   }
 
   function mount() {
-    var models = {};
+    var models = {}, live = {};      // the stored states; one live model per id, shared by its views
     document.querySelectorAll('script[type="' + STATE + '"]').forEach(function (tag) {
       var stored = JSON.parse(tag.textContent).state || {};
       Object.keys(stored).forEach(function (id) { models[id] = stored[id]; });
@@ -84,7 +94,7 @@
       var el = document.createElement("div");
       el.className = "anywidget-view";
       tag.parentNode.insertBefore(el, tag.nextSibling);
-      var model = new Model(JSON.parse(JSON.stringify(stored.state)));
+      var model = live[id] = live[id] || new Model(JSON.parse(JSON.stringify(stored.state)), id);
       style(stored.state._css);
       load(stored.state._esm).then(function (widget) {
         if (typeof widget === "function") widget = widget();
