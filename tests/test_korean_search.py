@@ -340,3 +340,57 @@ def test_without_the_extension_the_tiny_book_misses_them(tiny_books):
     found = search(tiny_books[None], QUERIES | UNSPACED)
     missed = [q for q, pages in (QUERIES | UNSPACED).items() if found[q] != pages]
     assert {"층", "이동 평균", "배치 크기", "분산", *UNSPACED} <= set(missed), found
+
+
+# --- The order of the results (tools/korean_search.py's JS_RANK) -------------------------------
+
+RANK_PAGES = {
+    "index": "작은 책\n========================================\n\n.. toctree::\n\n   01_why\n   02_inv\n   03_batch\n   04_var\n   06_family\n   10_place\n",
+    "01_why": "왜 정규화하는가\n========================================\n\n배치 정규화와 그룹 정규화는 뒤에서 봅니다. The variance.\n",
+    "02_inv": "Invariance\n========================================\n\nThe variance stays. 정규화.\n",
+    "03_batch": "배치 정규화 (BatchNorm)\n========================================\n\n배치 정규화는 배치로 통계를 냅니다.\n",
+    "04_var": "Variance\n========================================\n\nThe variance of a batch. 정규화.\n",
+    "06_family": "정규화 방법 (그룹 정규화)\n========================================\n\n그룹 정규화와 배치 정규화를 비교합니다.\n",
+    "10_place": ("정규화 층은 어디에\n========================================\n\n정규화 층을 둡니다.\n\n"
+                 "배치 정규화를 접기\n----------------------------------------\n\n합성곱 뒤의 배치 정규화입니다.\n"),
+}
+
+# The results in the order listed: searchtools.js shows them from the end of the array.
+ORDERED = SEARCH.replace("[...new Set(results.map(r => r[0]))].sort()", "[...new Set(results.reverse().map(r => r[0]))]").replace(
+    "const {out, queries} = JSON.parse(input);", "const {out, queries, plain} = JSON.parse(input);").replace(
+    "const found = {};", "if (plain) vm.runInContext('delete Scorer.score', context);\n  const found = {};")
+
+# A title holding the query first, then a heading holding it, then the rest in the book's order
+# (01 before 10, which searchtools.js's own order by title strings puts first); the index page, whose
+# table of contents holds every title, after the chapters.
+RANKED = {"배치 정규화": ["03_batch", "10_place", "01_why", "06_family", "index"],
+          "배치정규화": ["03_batch", "10_place", "01_why", "06_family", "index"],
+          "그룹정규화": ["06_family", "01_why", "index"],
+          "정규화": ["01_why", "03_batch", "06_family", "10_place", "02_inv", "04_var", "index"],
+          "variance": ["04_var", "01_why", "02_inv", "index"]}
+
+
+@pytest.fixture(scope="module")
+def ranked_book(tmp_path_factory):
+    global PAGES
+    kept, PAGES = PAGES, RANK_PAGES
+    try:
+        return build_tiny_book(tmp_path_factory.mktemp("ranked"), ["korean_search"])
+    finally:
+        PAGES = kept
+
+
+def test_a_page_whose_title_or_heading_holds_the_query_comes_first(ranked_book):
+    assert korean_search.JS_RANK.strip() in (ranked_book / "_static" / "language_data.js").read_text(encoding="utf-8")
+    assert node(ORDERED, {"out": str(ranked_book), "queries": list(RANKED), "plain": False}) == RANKED
+
+
+def test_without_the_order_searchtools_puts_them_otherwise(ranked_book):
+    """The test above can fail: searchtools.js's own scores (15 for any term in any heading) and its
+    order by title strings list these pages otherwise."""
+    found = node(ORDERED, {"out": str(ranked_book), "queries": list(RANKED), "plain": True})
+    assert [q for q in RANKED if found[q] != RANKED[q]], found
+
+
+def test_the_ordered_search_script_is_what_it_says():
+    assert ORDERED.count("delete Scorer.score") == 1 and "results.reverse()" in ORDERED and "plain" in ORDERED

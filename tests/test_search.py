@@ -10,6 +10,10 @@ search box of a book's search.html and Enter pressed; the result links are count
 - Every listed Korean result shows, as its excerpt, a sentence of the page: no LaTeX source, no
   run of the page's hidden print outline, and on a chapter holding the query a sentence holding it.
 - Every English query does the same in the English book, excerpts included (the same snippets).
+- A chapter whose title holds the query is listed first (배치 정규화 -> chapter 3, 그룹정규화 ->
+  chapter 6), else one with a heading holding it; in both books, for every query of the lists and
+  for the named ones in ``FIRST``; then chapters with a heading holding it, then those holding it
+  only in their text, each group in the book's order (chapter 1 before chapter 10).
 - The Korean book's search page runs the Korean split (tools/korean_search.py); no request leaves
   127.0.0.1.
 
@@ -26,7 +30,7 @@ import pytest
 
 from tools.korean_search import JS_SNIPPET, JS_SPLITTER
 from tools.local_site import isolated_context, serve
-from tools.search_recall import ENGLISH_QUERIES, KOREAN_QUERIES, SPACED, book_of, search_row
+from tools.search_recall import ENGLISH_QUERIES, KOREAN_QUERIES, SPACED, book_of, first_expected, search_row, where_held
 
 pytestmark = pytest.mark.browser      # and so slow (tests/conftest.py)
 
@@ -86,6 +90,38 @@ def test_an_excerpt_shows_the_sentence_holding_the_query(search, lang, query):
 @pytest.mark.parametrize("query", ENGLISH_QUERIES)
 def test_an_english_query_finds_every_english_chapter_holding_it(search, query):
     check(search("en", query), "en")
+
+
+# Queries and the chapter a reader expects first, written from the chapters' titles.
+FIRST = [("ko", "배치 정규화", "03_batchnorm"), ("ko", "배치정규화", "03_batchnorm"),
+         ("ko", "층 정규화", "04_layernorm"), ("ko", "층정규화", "04_layernorm"),
+         ("ko", "RMS 정규화", "05_rmsnorm"), ("ko", "그룹 정규화", "06_family"), ("ko", "그룹정규화", "06_family"),
+         ("ko", "인스턴스 정규화", "06_family"), ("ko", "인스턴스정규화", "06_family"), ("ko", "역전파", "07_backward"),
+         ("ko", "평균과 분산", "02_mean_variance"), ("ko", "평균과분산", "02_mean_variance"),
+         ("en", "batch normalization", "03_batchnorm"), ("en", "layer normalization", "04_layernorm"),
+         ("en", "backward pass", "07_backward"), ("en", "mean and variance", "02_mean_variance"),
+         ("en", "GroupNorm", "06_family")]
+
+
+@pytest.mark.parametrize("lang, query, chapter", FIRST)
+def test_the_chapter_named_by_the_query_is_listed_first(search, lang, query, chapter):
+    row = search(lang, query)
+    assert row.found, f"{query!r} lists nothing"
+    assert row.found[0] == f"chapters/{lang}/{chapter}", f"{query!r} lists first {row.found[:4]}"
+
+
+@pytest.mark.parametrize("lang, query", [("ko", q) for q in KOREAN_QUERIES] + [("en", q) for q in ENGLISH_QUERIES])
+def test_a_chapter_whose_title_or_heading_holds_the_query_comes_first(search, offline_site, lang, query):
+    """The chapters holding the query: those whose title holds it first, then those with a heading
+    holding it, then the others, each group in the book's order (chapter 2 before chapter 10)."""
+    row = search(lang, query)
+    book = book_of(offline_site, lang)
+    wanted = first_expected(book, query)
+    if wanted:
+        assert row.found and row.found[0] in wanted, f"{query!r}: listed first {row.found[:4]}, expected one of {wanted}"
+    level = {d: {"title": 2, "heading": 1, "": 0}[where_held(book, d, SPACED.get(query, query))] for d in row.holding}
+    listed = [(-level[d], int(d.rsplit("/", 1)[1].split("_")[0]), d) for d in row.found if d in level]
+    assert listed == sorted(listed), f"{query!r}: chapters listed out of order: {[d for *_, d in listed]}"
 
 
 def test_the_korean_search_page_splits_korean(offline_site):

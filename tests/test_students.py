@@ -117,6 +117,12 @@ def test_a_bad_name_names_the_assignments_that_exist(capsys):
         message = str(refused.value.code)
         assert all(name in message for name in assignment_names()), message
         assert "make student A=" in message
+        # each language's line gives an example in that language: the Korean one a _ko assignment
+        korean = [line for line in message.splitlines() if line.startswith("예:")]
+        english = [line for line in message.splitlines() if line.startswith("Example:")]
+        assert len(korean) == len(english) == 1, message
+        assert re.fullmatch(r"예: make student A=\w+_ko", korean[0]), korean
+        assert re.fullmatch(r"Example: make student A=\w+_en", english[0]), english
 
 
 def test_the_working_copy_goes_where_make_lab_opens_and_git_ignores():

@@ -243,6 +243,71 @@ if (typeof Search !== "undefined") {
 """
 
 
+# Result order (both books; language_data.js, loaded after searchtools.js, which declared Scorer).
+# searchtools.js scores a page 15 when any one of the query's terms is in any of its headings and 5
+# otherwise, then breaks ties by title as strings: a Korean query's bigram 정규 is in a heading of
+# nearly every chapter, and "10장" sorts before "1장" and "3장", so chapter 10 came first for nearly
+# every query. Scorer.score (searchtools.js's hook, called once per result) ranks instead by where
+# the whole query is (spaces or none between Korean syllables: 그룹정규화 matches 그룹 정규화; a Latin
+# word from its start: variance is not in invariance): in the page's title, then in one
+# of its headings, then only in its text; within a rank in the book's order (chapter 1, 2, …, 10,
+# 11, then the other pages), a page before its sections.
+JS_RANK = r"""
+/* Search result order (tools/korean_search.py): the page whose title or a heading holds the query first. */
+var searchRank = (function () {
+  var headings = null, typed = null;
+  var escape = function (s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); };
+  function headingsOf(index) {            // file number -> its headings
+    if (headings) return headings;
+    headings = {};
+    Object.keys(index.alltitles || {}).forEach(function (title) {
+      index.alltitles[title].forEach(function (entry) {
+        (headings[entry[0]] = headings[entry[0]] || []).push(title);
+      });
+    });
+    return headings;
+  }
+  function query() {
+    if (typed !== null) return typed;
+    return typeof window !== "undefined" ? new URLSearchParams(window.location.search).get("q") || "" : "";
+  }
+  /* The whole query, ignoring case, with or without spaces between its words and between the
+     syllables of a Korean word (그룹정규화 is held by 그룹 정규화), not inside a Latin word (variance is
+     not held by invariance). */
+  function pattern(q) {
+    var words = q.trim().split(/\s+/).filter(function (w) { return w; });
+    if (!words.length) return null;
+    return new RegExp("(?<![A-Za-z])" + words.map(function (w) {
+      return /^[\uac00-\ud7a3]+$/.test(w) ? w.split("").map(escape).join("\\s*") : escape(w);
+    }).join("\\s*"), "i");
+  }
+  function rank(index, file, re) {
+    if (!re) return 0;
+    if (re.test(index.titles[file] || "")) return 3;
+    return (headingsOf(index)[file] || []).some(function (h) { return re.test(h); }) ? 2 : 0;
+  }
+  function order(docname) {               // chapters/ko/03_batchnorm -> 3; another page after them
+    var m = /(?:^|\/)(\d+)_[^\/]*$/.exec(docname);
+    return m ? parseInt(m[1], 10) : 99;
+  }
+  return {
+    query: function (q) { typed = q; },
+    score: function (result) {
+      var index = Search._index;
+      var file = index.docnames.indexOf(result[0]);
+      return rank(index, file, pattern(query())) * 100 - order(result[0]) / 1000 + (result[2] ? 0 : 1e-5);
+    }
+  };
+})();
+
+if (typeof Search !== "undefined") {
+  Scorer.score = searchRank.score;
+  var searchRankParse = Search._parseQuery;     // the query as typed, also for a search started without ?q=
+  Search._parseQuery = function (q) { searchRank.query(q); return searchRankParse(q); };
+}
+"""
+
+
 def is_hangul_run(token: str) -> bool:
     return "\uac00" <= token[0] <= "\ud7a3"
 
@@ -302,7 +367,7 @@ class SearchKorean(SearchLanguage):
     lang = "ko"
     language_name = "Korean"
     stopwords = english_stopwords
-    js_splitter_code = JS_SPLITTER + JS_SNIPPET
+    js_splitter_code = JS_SPLITTER + JS_SNIPPET + JS_RANK
     # js_stemmer_code: the base class's, a Stemmer whose stemWord returns the word unchanged.
 
     def init(self, options) -> None:
@@ -321,8 +386,8 @@ class SearchKorean(SearchLanguage):
 class SearchEnglishSnippets(SearchEnglish):
     """The English book's search: Sphinx's own split and stemming, with the same result snippets
     (:data:`JS_SNIPPET`), so an English excerpt is the sentence holding the query too, never the
-    print outline or a formula's LaTeX."""
-    js_splitter_code = JS_SNIPPET
+    print outline or a formula's LaTeX, and the same order of results (:data:`JS_RANK`)."""
+    js_splitter_code = JS_SNIPPET + JS_RANK
 
 
 def new_document(app, doctree, docname) -> None:

@@ -7,6 +7,8 @@ form 배치 정규화 is, written either way), and the pages the book's search l
 its search page's box and Enter is pressed. Recall is the share of the pages holding the query
 that the search lists. Each listed result's excerpt is checked too: it must show no LaTeX source,
 no run of the page's hidden print outline and, on a page holding the query, a sentence holding it.
+"listed first" is the first three pages of the list: a chapter whose title holds the query must come
+first (first_expected), else one with a heading holding it.
 
     python -m tools.search_recall SITE_DIR                      # Korean and English tables
     python -m tools.search_recall SITE_DIR --before OLD_SITE    # the same queries on an older build too
@@ -88,6 +90,37 @@ def article_text(page: Path) -> str:
     for tag in article.find_all(["script", "style"]):
         tag.decompose()
     return article.get_text(" ")
+
+
+def headings(page: Path) -> tuple[str, list[str]]:
+    """A built page's title (its first heading) and every heading of its article, as read."""
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    article = soup.find("article") or soup
+    for tag in article.select(".headerlink"):
+        tag.decompose()
+    found = [" ".join(h.get_text(" ").split()) for h in article.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])]
+    return (found[0] if found else ""), found
+
+
+def where_held(book: Book, docname: str, query: str) -> str:
+    """Where a page holds the whole query, spaces or none: "title", "heading" or "" (only in its text,
+    or not at all)."""
+    title, all_headings = headings(book.root / f"{docname}.html")
+    if holds(title, query):
+        return "title"
+    return "heading" if any(holds(h, query) for h in all_headings) else ""
+
+
+def first_expected(book: Book, query: str) -> list[str]:
+    """The chapters one of which must be listed first: those whose title holds the query, else those
+    with a heading holding it, else none (any order of the chapters holding it)."""
+    query = SPACED.get(query, query)
+    places = {d: where_held(book, d, query) for d in book.chapters()}
+    for level in ("title", "heading"):
+        chosen = [d for d, where in places.items() if where == level]
+        if chosen:
+            return chosen
+    return []
 
 
 def holds(text: str, query: str) -> bool:
@@ -221,7 +254,8 @@ def cells(r: Row) -> list[str]:
     found = f"{len(r.holding) - len(r.missed)}/{len(r.holding)}"
     if r.missed:
         found += " (missed " + " ".join(short(d, r.lang) for d in r.missed) + ")"
-    return [found, " ".join(short(d, r.lang) for d in r.others) or "-", fault_cell([r])]
+    first = " ".join(short(d, r.lang) for d in r.found[:3]) or "-"
+    return [found, " ".join(short(d, r.lang) for d in r.others) or "-", fault_cell([r]), first]
 
 
 def fault_cell(rows: list[Row]) -> str:
@@ -236,9 +270,9 @@ def table(rows: list[Row], before: list[Row] | None = None) -> str:
     """A Markdown table: per query, the chapter pages holding it, how many of them the search found,
     which other pages it listed and how many of the listed excerpts are at fault (snippet_faults);
     the same for ``before`` (an older build) when given."""
-    head = ["query", "chapters holding it", "found", "other pages listed", "excerpts at fault"]
+    head = ["query", "chapters holding it", "found", "other pages listed", "excerpts at fault", "listed first"]
     if before:
-        head += ["found before", "other pages listed before", "excerpts at fault before"]
+        head += ["found before", "other pages listed before", "excerpts at fault before", "listed first before"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, r in enumerate(rows):
         query = f"{r.query} (= {SPACED[r.query]})" if r.query in SPACED else r.query
@@ -250,7 +284,7 @@ def table(rows: list[Row], before: list[Row] | None = None) -> str:
     def total(rs):
         pairs = sum(len(r.holding) for r in rs)
         return [f"{pairs - sum(len(r.missed) for r in rs)}/{pairs}", f"{sum(len(r.others) for r in rs)} listings",
-                fault_cell(rs)]
+                fault_cell(rs), ""]
 
     row = [f"all {len(rows)} queries", f"{sum(len(r.holding) for r in rows)} pairs"] + total(rows)
     if before:

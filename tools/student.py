@@ -42,8 +42,9 @@ def check_name(name: str, course: Path = COURSE) -> None:
         return
     which = (f"There is no assignment {name!r}." if name else "Name an assignment: make student A=<assignment>.")
     korean = (f"{name!r}라는 과제는 없습니다." if name else "과제 이름을 함께 적어 주세요(make student A=<과제>).")
-    raise SystemExit(f"{which} Assignments: {' '.join(names)}\n{korean} 있는 과제: {' '.join(names)}\n"
-                     f"Example / 예: make student A={names[0]}")
+    example = {lang: next((n for n in names if n.endswith(f"_{lang}")), names[0]) for lang in ("en", "ko")}
+    raise SystemExit(f"{which} Assignments: {' '.join(names)}\nExample: make student A={example['en']}\n"
+                     f"{korean} 있는 과제: {' '.join(names)}\n예: make student A={example['ko']}")
 
 
 def student_version(name: str, into: Path, course: Path = COURSE) -> list[Path]:

@@ -165,6 +165,7 @@ LANDING = """<!DOCTYPE html>
   strong {{ display: block; font-size: 1.25rem; }}
   span {{ display: block; margin-top: .25rem; color: #333; }}
   p {{ margin: 0 0 1rem; line-height: 1.6; }}
+  :lang(ko) {{ word-break: keep-all; }}
   ul {{ margin-top: 1.5rem; }}
   @media (prefers-color-scheme: dark) {{
     body {{ background: #121212; color: #e6e6e6; }}
