@@ -503,3 +503,37 @@ def test_the_explorer_draws_on_a_page_opened_from_disk(browser, offline_site):
     finally:
         context.close()
     assert not errors, errors
+
+
+# -- Node: what a person types, and how the page prints numbers -------------------------------------
+READING = [("1,5", 1.5), ("−2", -2.0), ("-0", 0.0), ("  2.5 ", 2.5), ("１２", 12.0), ("1e−3", 1e-3), ("0,001", 0.001),
+           (".5", 0.5), ("1e200", 1e200), ("abc", "nx_bad_number"), ("1.5.2", "nx_bad_number"), ("0x10", "nx_bad_number"),
+           ("", "nx_bad_empty"), ("1,000", "nx_bad_ambiguous"), ("1,2,3", "nx_bad_number"), ("1e400", "nx_bad_huge"),
+           ("1.5,2", "nx_bad_number"), ("−", "nx_bad_number")]
+PRINTING = """
+import * as X from %s;
+const read = JSON.parse(process.argv[2]).map((s) => X.parseNumber(s));
+const values = [1.25e-4, -4.63e-18, 2.5e200, 12.5, -1.5e-5, 1e-5, 19.566666666, -0.001460, 0, -0, NaN, -Infinity, 123456.78];
+const printed = values.map((v) => X.fmt(v)), noise = X.fmt(-4.63e-18, 5, 3.4), exact = [12.5, 1e-5, -2e-7].map(X.exact);
+process.stdout.write(JSON.stringify({ read, printed, noise, exact }));
+"""
+
+
+def test_the_module_reads_typing_as_meant_and_prints_every_minus_alike(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        if running_in_ci():
+            pytest.fail("node is missing: the explorer's JavaScript cannot be tested")
+        pytest.skip("node is not installed")
+    script = tmp_path / "print.mjs"
+    script.write_text(PRINTING % json.dumps(MODULE.as_uri()), encoding="utf-8")
+    result = subprocess.run([node, str(script), json.dumps([t for t, _ in READING])], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout)
+    for (typed, meant), got in zip(READING, out["read"], strict=True):
+        assert got == ({"error": meant} if isinstance(meant, str) else {"value": meant}), (typed, got)
+    assert out["printed"] == ["0.000125", "−4.63e−18", "2.5e200", "12.5", "−1.5e−5", "1e−5", "19.567", "−0.00146",
+                              "0", "0", "NaN", "−∞", "123457"]
+    assert out["noise"] == "0", "float noise against data of size 3.4 prints as 0"
+    assert out["exact"] == ["12.5", "0.00001", "−2e−7"], "ε, γ and β print as typed"
+    assert not any("-" in s or "e+" in s for s in out["printed"] + out["exact"]), "a hyphen-minus or e+ in print"

@@ -169,6 +169,13 @@ def agrees(s: str, want: float, what: str) -> None:
         assert abs(number(s) - want) <= half_unit(s) * (1 + 1e-9) + 1e-12 * abs(want), f"{what}: printed {s!r}, torch {want!r}"
 
 
+def over_root(n: float, d: float) -> float:
+    """n / √d in IEEE arithmetic, as the printed formula reads."""
+    if d > 0:
+        return n / math.sqrt(d)
+    return math.copysign(math.inf, n) if d == 0 and n != 0 else math.nan
+
+
 def adds_up(shown: str, recomputed: float, what: str) -> None:
     """The formula's printed result is what its printed operands give, within its rounding."""
     if shown == "0":
@@ -503,14 +510,12 @@ class Reader:
         if st["method"] == "rms":
             x, m, e, xh = re.fullmatch(f"x̂ = {NUM} / √\\({NUM} \\+ {NUM}\\) = {NUM}", lines[0]).groups()
             agrees(m, ref["mean"][stat], f"{w}: formula's mean square")
-            recomputed = number(x) / math.sqrt(number(m) + number(e)) if number(m) + number(e) > 0 else math.nan
+            recomputed = over_root(number(x), number(m) + number(e))
         else:
             x, m, v, e, xh = re.fullmatch(f"x̂ = \\({NUM} − {NUM}\\) / √\\({NUM} \\+ {NUM}\\) = {NUM}", lines[0]).groups()
             agrees(m, st["running_mean"][c] if evaluating else ref["mean"][stat], f"{w}: formula's μ")
             agrees(v, st["running_var"][c] if evaluating else ref["var"][stat], f"{w}: formula's σ²")
-            d = number(v) + number(e)
-            recomputed = (number(x) - number(m)) / math.sqrt(d) if d > 0 else math.nan if number(x) == number(m) or d < 0 \
-                else math.copysign(math.inf, number(x) - number(m))
+            recomputed = over_root(number(x) - number(m), number(v) + number(e))
         assert number(e) == st["eps"], f"{w}: ε printed {e!r}, typed {st['eps']!r}"
         agrees(x, ref["x"][sel], f"{w}: formula's x")
         agrees(xh, ref["xhat"][sel], f"{w}: formula's x̂")
