@@ -323,23 +323,25 @@ ARTIFACTS = ROOT / "test-artifacts" / "explorer"
 
 # Drives the page's first explorer through the handle it exposes (el.normlibExplorer) and returns,
 # per case, every number it computed and what it printed of them.
-DRIVE = """(cases) => {
+DRIVE = """async (cases) => {
   const el = document.querySelector('.anywidget-view');
-  const api = el.normlibExplorer;
-  return cases.map((c) => {
+  const api = el.normlibExplorer, out = [];
+  for (const c of cases) {
     api.set({ layout: c.layout, method: c.method, groups: c.groups, image_shape: c.image_shape,
               sequence_shape: c.sequence_shape, image_x: c.image_x, sequence_x: c.sequence_x, table: c.table,
               gamma: c.gamma, beta: c.beta, eps: c.eps, momentum: c.momentum, training: c.training,
               running_mean: [], running_var: [], steps: 0, selected: c.selected });
     for (let k = 0; c.method === 'batch' && k < c.train_steps; k++) if (!api.step()) break;
+    await Promise.resolve();                       // the widget draws a change once, in a microtask
     const r = api.numbers(), s = api.state();
     const stats = Array.from(el.querySelectorAll('.nx-stats tbody tr')).map((tr) =>
       Array.from(tr.querySelectorAll('td')).map((td) => td.textContent));
-    return { error: r.error, mean: r.mean, variance: r.variance, xhat: r.xhat, y: r.y, count: r.share.count,
+    out.push({ error: r.error, mean: r.mean, variance: r.variance, xhat: r.xhat, y: r.y, count: r.share.count,
              pooled: r.share.pooled, running_mean: s.running_mean, running_var: s.running_var, stats,
              formula: (el.querySelector('.nx-formula') || {}).textContent || '',
-             lit: el.querySelectorAll('.nx-lit[data-index]').length, shown: el.querySelector('.nx-error') ? 'error' : 'numbers' };
-  });
+             lit: el.querySelectorAll('.nx-lit[data-index]').length, shown: el.querySelector('.nx-error') ? 'error' : 'numbers' });
+  }
+  return out;
 }"""
 
 
