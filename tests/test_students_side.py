@@ -82,3 +82,13 @@ def test_the_home_page_sends_students_to_their_guide(built_site, lang, words):
     home = soup(built_site / lang / "chapters" / lang / "index.html").find("article")
     links = [a for a in home.select("a[href]") if a["href"].split("#")[0] == "students.html"]
     assert links and words in links[0].get_text(" "), [a.get_text() for a in links]
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_every_chapter_link_of_the_glossary_stays_in_its_language_and_exists(built_site, lang):
+    page = built_site / lang / "glossary.html"
+    links = [a["href"].split("#")[0] for a in soup(page).select("table a[href]")]
+    chapters = [href for href in links if href.startswith("chapters/")]
+    assert len(chapters) >= 35, chapters                    # the rows of the terms the chapters introduce
+    assert all(href.startswith(f"chapters/{lang}/") for href in chapters), chapters
+    assert all((page.parent / href).exists() for href in chapters), chapters
