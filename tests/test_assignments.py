@@ -7,10 +7,13 @@
   release contains no line of a solution and no hidden test.
 * A class of synthetic submissions of assignment 2, each made by editing the released notebook as
   a student would (correct, partial, raising, looping, deleting and reordering cells, editing test
-  cells, untouched, swallowing the interrupt) or handing it in wrongly (misnamed as a browser's
-  second download, no notebook, not JSON, outside an assignment's folder, in a folder that is no
-  assignment), plus a student of students.csv (UTF-8 with a BOM, Korean names) who handed in
-  nothing; four students also hand in assignment 5 (a correct fold, one that forgets the conv's
+  cells, untouched, swallowing the interrupt: its kernel is killed and the rest graded) or handing it
+  in wrongly (misnamed as a browser's second download, no notebook, not JSON, outside an assignment's
+  folder, in a folder that is no assignment), plus a student of students.csv who handed in nothing.
+  The class list is three, as a teacher gets them: a university's CP949 list with a title line, then
+  Moodle's participants export and Canvas's gradebook export merged with `make roster … ADD=1`; most
+  hand in through Moodle (two of the same name, placed with the ASSIGN= command collect prints), two
+  through Canvas (one `_late_`); four students also hand in assignment 5 (a correct fold, one that forgets the conv's
   bias, one with batch statistics and ε outside the square root, one that folds a training-mode
   BatchNorm), two of them only that. All autograded once by tools/classroom.py autograde with a
   short per-cell timeout: grades.csv holds the two assignments handed in, every student's status
@@ -293,7 +296,7 @@ def _class(course: Path) -> dict:
         "deleted": ({"batch_norm": fixed_none}, 2 + 2 + 1 + 0, ["delete", "reorder"]),
         "edited": ({"batch_norm": biased, "test_running": "pass", "test_cumulative": "print('fine')"}, 3, []),
         "untouched": ({}, 0, []),                                     # the release as handed out, renamed
-        "deaf": ({"batch_norm": deaf}, None, []),                     # swallows the interrupt: nothing graded
+        "deaf": ({"batch_norm": deaf}, 0 + 2 + 1 + 1, []),            # swallows the interrupt: killed, the rest graded
         "misnamed": ({"batch_norm": right}, None, ["rename"]),       # what a browser's second download is called
         "stray": ({"batch_norm": right}, None, ["stray"]),           # no assignment folder
         "wrongdir": ({"batch_norm": right}, None, ["wrongdir"]),     # the folder without the language
@@ -383,23 +386,91 @@ CAUSES = {      # student → what the PROBLEM line says, and what its remedy li
                  "02_batchnorm_ko), then run: "),
     "gutted": ("02_batchnorm_ko: nbgrader could not grade it: KeyError: 'batch_norm'",
                "see nbgrader's whole message: (cd "),
-    "deaf": (f"02_batchnorm_ko: the notebook's code did not stop when interrupted after the {TIMEOUT} s per cell in "
-             "the cell that starts `check_batch_norm_train(BatchNorm, LANG)`", "read "),
     **{student: (cause, remedy) for student, (_, cause, remedy) in NOT_NOTEBOOKS.items()},
 }
 HANDED_IN = "2025-03-14 09:26:53"        # UTC: the modification time of the correct student's notebook
-# The class list as a Korean platform exports it: CP949, 아이디/성명/이메일 주소/학과, a whole name in one column.
-# The students the platform's zip brings are found by name (its file names carry a participant number, not the id).
+# The class as three lists. A university's 학사 list: CP949, CRLF, a title line above the header, the whole name in
+# one column (every student of the course). Moodle's participants export (UTF-8 with a BOM; First name, Last name,
+# ID number; the instructor's row has no ID number) and Canvas's gradebook export (Points Possible, Test Student),
+# each of its own students, merged into the first with make roster … ADD=1. The students the platforms' zips
+# bring are found by name on Moodle (its numbers are participant numbers), by Canvas's user number on Canvas.
 FULL_NAMES = {"absent": "김수민", "correct": "박지호", "partial": "이하늘", "raises": "최민준", "loops": "정서연",
-         "deleted": "강도윤", "edited": "조하은", "untouched": "송유나", "deaf": "윤지우", "delegating": "장예준",
-         "redo": "임서아", "tardy": "한시우"}
-ROSTER = "아이디,성명,이메일 주소,학과\r\n" + "".join(
-    f"{student},{name},{'sumin@example.org' if student == 'absent' else ''},전산\r\n" for student, name in FULL_NAMES.items())
-# Who hands the class assignment in through the platform (Moodle's "Download all submissions"), how their file
-# arrives there, and, for the late zip, what changes; the others are put into submitted/ by hand, as before.
-ZIPPED = {"correct": "as released", "partial": "(1)", "raises": "nested zip", "loops": "as released",
-          "deleted": "as released", "edited": "as released", "untouched": "renamed", "deaf": "as released",
-          "delegating": "as released", "redo": "as released"}
+              "deleted": "강도윤", "edited": "강도윤", "untouched": "송유나", "deaf": "윤지우", "delegating": "장예준",
+              "redo": "임서아", "tardy": "한시우"}           # two 강도윤: Moodle's file names cannot tell them apart
+CANVAS_IDS = {"loops": "52005", "delegating": "52010"}      # on Canvas; everyone else of FULL_NAMES on Moodle
+ON_MOODLE = [s for s in FULL_NAMES if s not in CANVAS_IDS]
+HAKSA = "2025학년도 1학기 수강생 명단 (딥러닝),,,,\r\n번호,분반,학번,이름,이메일\r\n" + "".join(
+    f"{i},{'03' if student in CANVAS_IDS else '01'},{student},{name},"
+    f"{'sumin@example.org' if student == 'absent' else ''}\r\n" for i, (student, name) in enumerate(FULL_NAMES.items(), 1))
+MOODLE_PARTICIPANTS = "\ufeffFirst name,Last name,ID number,Email address\n교수,박,,prof@example.org\n" + "".join(
+    f"{FULL_NAMES[s][1:]},{FULL_NAMES[s][0]},{s},{'sumin@example.org' if s == 'absent' else ''}\n" for s in ON_MOODLE)
+CANVAS_GRADEBOOK = ("\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,과제 2 (4242),Current Score\n"
+                    "    Points Possible,,,,,6.00,(read only)\n" + "".join(
+                        f"{FULL_NAMES[s]},{number},{s},{s}03,DL-03,,\n" for s, number in CANVAS_IDS.items())
+                    + "\"Student, Test\",52099,,,DL-03,,\n")
+# Who hands the class assignment in through Moodle ("Download all submissions") and through Canvas ("Download
+# Submissions"), how their file arrives there, and, for the late zip, what changes; the others are put into
+# submitted/ by hand, as before.
+ZIPPED = {"correct": "as released", "partial": "(1)", "raises": "nested zip", "deleted": "as released",
+          "edited": "as released", "untouched": "renamed", "deaf": "as released", "redo": "as released"}
+CANVAS_ZIPPED = {"loops": "_late_", "delegating": ""}
+
+
+def _make_any(args: list[str]) -> tuple[int, str]:
+    """A make target of the guide, run as a teacher runs it: (the command's exit status, its output). make itself
+    ends with 2 when the command ends with 1 (and says "Error 1")."""
+    result = subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600, check=False)
+    failed = result.returncode == 2 and result.stderr.rstrip().endswith("] Error 1")
+    assert result.returncode == 0 or failed, result.stdout[-3000:] + result.stderr[-3000:]
+    return int(failed), result.stdout
+
+
+def _collect_class(course: Path, moodle: Path, canvas: Path) -> str:
+    """The three lists into students.csv, then both downloads collected as the console says: the two files of the
+    same name placed with the ASSIGN= command it prints, each for the student it is (the teacher opened them)."""
+    stem = CLASS.rsplit("_", 1)[0]
+    lists = course.parent / "lists"
+    lists.mkdir()
+    (lists / "수강생명단.csv").write_bytes(HAKSA.encode("cp949"))
+    (lists / "courseid_51234_participants.csv").write_text(MOODLE_PARTICIPANTS, encoding="utf-8", newline="")
+    (lists / "2025-03-01T1030_Grades-DL.csv").write_text(CANVAS_GRADEBOOK, encoding="utf-8", newline="")
+    out = _make(["roster", f"FILE={lists / '수강생명단.csv'}", f"COURSE={course}"])
+    assert f"a list without a platform (header on row 2), {len(FULL_NAMES)} students" in out, out
+    out = _make(["roster", f"FILE={lists / 'courseid_51234_participants.csv'}", "ADD=1", f"COURSE={course}"])
+    assert "row 2 (박교수: no ID number;" in out and f"{len(ON_MOODLE)} updated, 0 added" in out, out
+    out = _make(["roster", f"FILE={lists / '2025-03-01T1030_Grades-DL.csv'}", "ADD=1", f"COURSE={course}"])
+    assert "row 2 (Canvas's Points Possible row)" in out and "(Student, Test: Canvas's test student)" in out, out
+    status, console = _make_any(["collect", f"ZIP={moodle}", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
+    assert status == 1 and "exit status 1: 2 files left to place" in console, console[-3000:]
+    whose = {moodle_prefix(s) + f"{stem}.ipynb": s for s in ("deleted", "edited")}
+    out = console
+    for _ in whose:
+        printed = re.findall(r"then place it: (make collect .*) \(or …:\S+\)\n", out)[0]
+        command = shlex.split(printed)
+        head = command[-1].removeprefix("ASSIGN=").rpartition(":")[0]
+        command[-1] = f"ASSIGN={head}:{whose[head]}"
+        status, out = _make_any(command[1:])
+        console += out
+    assert status == 0 and "not placed" not in out, out
+    return console + _make(["collect", f"ZIP={canvas}", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
+
+
+def _canvas_zip(path: Path, notebooks: dict[str, bytes], stem: str) -> Path:
+    """Canvas's "Download Submissions": flat files <sortable name>_<late>_<user number>_<attachment>_<file>."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for student, late in CANVAS_ZIPPED.items():
+            name = f"{canvas_name(student)}{late.rstrip('_') and '_late'}_{CANVAS_IDS[student]}_{canvas_attachment(student)}_"
+            archive.writestr(zipfile.ZipInfo(name + f"{stem}.ipynb", (2025, 3, 14, 9, 30, 0)), notebooks[student])
+    return path
+
+
+def canvas_name(student: str) -> str:
+    return {"loops": "jeongseoyeon", "delegating": "jangyejun"}[student]
+
+
+def canvas_attachment(student: str) -> str:
+    return {"loops": "7005", "delegating": "7010"}[student]
 
 
 @pytest.fixture(scope="module")
@@ -423,7 +494,7 @@ def graded(course, released):
             order = nb["cells"]
             order.append(order.pop(order.index(cells["test_running"])))
             order.insert(0, order.pop(max(i for i, c in enumerate(order) if c["cell_type"] == "markdown")))
-        if student in ZIPPED:
+        if student in ZIPPED or student in CANVAS_ZIPPED:
             notebooks[student] = json.dumps(nb).encode()
             continue
         folder = course / "submitted" / student / {"stray": "", "wrongdir": stem}.get(student, CLASS)
@@ -431,11 +502,11 @@ def graded(course, released):
         name = f"{stem} (1).ipynb" if "rename" in changes else f"{stem}.ipynb"
         (folder / name).write_text(json.dumps(nb), encoding="utf-8")
     notebooks["redo"] = notebooks["partial"]            # hands in the partial answer first, then a late fix
-    (course / "students.csv").write_bytes(ROSTER.encode("cp949"))
     download = _moodle_zip(course.parent / "moodle.zip", {s: notebooks[s] for s in ZIPPED}, stem)
+    canvas = _canvas_zip(course.parent / "canvas.zip", notebooks, stem)
     start = time.monotonic()
-    collected = _make(["collect", f"ZIP={download}", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
-    print(f"make collect of the Moodle zip ({len(ZIPPED)} students) took {time.monotonic() - start:.1f} s")
+    collected = _collect_class(course, download, canvas)
+    print(f"make roster (three lists) and collect (Moodle, twice ASSIGN, Canvas) took {time.monotonic() - start:.1f} s")
     fold_stem = FOLD.rsplit("_", 1)[0]
     fold_release = json.loads((course / "release" / FOLD / f"{fold_stem}.ipynb").read_text(encoding="utf-8"))
     for student, (edits, _) in _fold_class(course).items():
@@ -529,7 +600,7 @@ def test_every_student_gets_exactly_the_expected_grade(course, graded, assignmen
             assert row["note"] == next(p.cause for p in graded[0].problems if p.student == student), row
         else:
             assert (row["status"], float(row["score"])) == ("graded", points), row
-    # from students.csv, as the platform exported it (CP949): the whole name kept as one name
+    # from students.csv, the 학사 list's whole name kept as one name (Moodle's two parts did not replace it)
     assert {student: rows[student]["last_name"] for student in FULL_NAMES} == FULL_NAMES
     assert rows["absent"]["first_name"] == "" and rows["absent"]["email"] == "sumin@example.org"
 
@@ -587,7 +658,7 @@ def test_the_console_shows_each_student_per_assignment_then_the_counts_of_the_fi
     assert summary.startswith(f"{classroom.shown(grades.path)}: {len(every)} rows, {students} students x 2 assignments "
                               f"({CLASS}, {FOLD})")
     assert all(f"{n} {status}" in summary for status, n in counts.items()), summary
-    assert counts == {"graded": 9 + 4, "not submitted": 4 + 16, "not graded": 7 + 0}
+    assert counts == {"graded": 10 + 4, "not submitted": 4 + 16, "not graded": 6 + 0}
 
 
 def test_every_problem_says_what_to_do_and_the_rest_are_graded(course, graded):
@@ -634,8 +705,11 @@ def test_only_real_changes_to_read_only_cells_are_reported(course, graded):
     graded_ids = ", ".join(gid for gid, _ in classroom.graded_cells(course / "source" / CLASS / "02_batchnorm.ipynb"))
     assert re.fullmatch(rf"called torch\.nn\.BatchNorm1d\S* \(a reference implementation\), 0 points: {graded_ids}",
                         rows["delegating"]["note"]), rows["delegating"]["note"]
+    # the loop inside a bare except: its kernel killed, the tests after it graded (4 of 6)
+    assert rows["deaf"]["note"] == (f"stopped at the time limit ({TIMEOUT} s), 0 points: test_train; it ignored the "
+                                    "interrupt, so its kernel was killed and the cells before run again in a new one")
     assert all(not r["note"] for rows in by_assignment.values() for s, r in rows.items()
-               if s not in ("edited", "deleted", "loops", "delegating") and r["status"] == "graded")
+               if s not in ("edited", "deleted", "loops", "delegating", "deaf") and r["status"] == "graded")
     assert "test_running, test_cumulative" in next(line for line in console.splitlines() if "  edited " in line)
 
 
@@ -676,7 +750,8 @@ def feedback(course, graded) -> list[Path]:
 
 
 def test_feedback_html_for_every_graded_student(course, feedback):
-    graded_students = {"correct", "partial", "raises", "loops", "deleted", "edited", "untouched", "delegating", "redo"}
+    graded_students = {"correct", "partial", "raises", "loops", "deleted", "edited", "untouched", "delegating", "redo",
+                       "deaf"}
     assert {p.parent.parent.name for p in feedback if p.parent.name == CLASS} == graded_students
     assert {p.parent.parent.name for p in feedback if p.parent.name == FOLD} == set(_fold_class(course))
     assert all(p.name == {CLASS: "02_batchnorm.html", FOLD: "05_fold.html"}[p.parent.name] for p in feedback)
@@ -708,7 +783,8 @@ def test_the_moodle_zip_is_filed_by_make_collect(course, graded):
     out = graded[5]
     for student, how in ZIPPED.items():
         line = next(line for line in out.splitlines() if f"-> {student} {FULL_NAMES[student]}" in line)
-        assert "[new]" in line and "(name on the roster; " in line, line
+        by = "(placed by ASSIGN; " if student in ("deleted", "edited") else "(name on the roster; "
+        assert "[new]" in line and by in line, line
         assert {"as released": "named as released)", "(1)": "(named 02_batchnorm (1).ipynb))",
                 "renamed": f"the student's only notebook (named 과제2_{FULL_NAMES[student]}.ipynb))",
                 "nested zip": "named as released)"}[how] in line, line
@@ -716,9 +792,18 @@ def test_the_moodle_zip_is_filed_by_make_collect(course, graded):
             ["02_batchnorm.ipynb", "timestamp.txt"]
     assert f"{moodle_prefix('raises')}과제2.zip/과제2/02_batchnorm.ipynb" in out
     assert "2 files ignored (.ipynb_checkpoints, __MACOSX)" in out
+    # the same name twice: both left, with the command that places each; run as printed (tests: _collect_class)
+    assert out.count("2 students of students.csv are called 강도윤 (deleted, edited)") == 3
+    assert "make roster" not in out, "never a make roster for students already on the list"
+    for student, late in CANVAS_ZIPPED.items():
+        assert re.search(rf"{canvas_name(student)}{late.rstrip('_') and '_late'}_{CANVAS_IDS[student]}_\S+ +-> "
+                         rf"{student} {FULL_NAMES[student]}  \[new\]  \(Canvas number on the roster; named as released\)",
+                         out), out
     assert "no submission yet from 2 students of students.csv: absent 김수민, tardy 한시우" in out
-    assert f"/<student>/{CLASS}/: {len(ZIPPED)} new, 0 replaced, 0 unchanged. Next: make autograde ASSIGNMENTS={CLASS} " \
+    assert f"/<student>/{CLASS}/: 2 new, 0 replaced, 0 unchanged. Next: make autograde ASSIGNMENTS={CLASS} " \
         f"COURSE={classroom.shown(course, ROOT)}" in out
+    assert f"/<student>/{CLASS}/: {len(ZIPPED) - 2} new, 0 replaced, 0 unchanged; 2 not placed." in out
+    assert not list((course / "collected" / CLASS / "unplaced").rglob("*.ipynb")), "placed files leave unplaced/"
 
 
 def test_autograding_says_each_student_as_it_finishes(course, graded):
@@ -728,9 +813,11 @@ def test_autograding_says_each_student_as_it_finishes(course, graded):
     # nbgrader is not started on what is already a PROBLEM (misnamed, no notebook, not JSON); it is on these two,
     # and fails inside them
     graded_students = {s for s, p in _expected(course, CLASS).items() if p not in ("absent",)} - set(CAUSES) \
-        | {"deaf", "gutted"}
+        | {"gutted"}
     assert {s for a, s in by if a == CLASS} == graded_students
     assert by[(CLASS, "loops")] == ": a cell ran past the time limit and was stopped"
+    assert by[(CLASS, "deaf")] == (": a cell ran past the time limit and was stopped; it ignored the interrupt: its "
+                                   "kernel was killed, the cells before run again and the rest graded")
     assert all(int(k) <= int(n) for k, n, *_ in lines) and [int(k) for k, _, a, *_ in lines if a == FOLD] == [1, 2, 3, 4]
 
 
@@ -765,88 +852,127 @@ def test_a_late_zip_replaces_only_its_students_and_only_they_are_regraded(course
     (kept,) = (course / "collected" / CLASS / "replaced" / "redo").iterdir()
     assert kept.read_bytes() != (course / "submitted" / "redo" / CLASS / "02_batchnorm.ipynb").read_bytes()
     assert sorted(s for _, _, _, s, _ in PROGRESS.findall(console)) == ["redo", "tardy"]
-    # the two nbgrader failed on are not tried again while unchanged (the deaf one would cost the timeout again)
+    # the one nbgrader failed on is not tried again while unchanged
     assert f"{FOLD}: every submission is graded and unchanged since" in console
-    for student in ("deaf", "gutted"):
-        assert re.search(rf"PROBLEM {student}/{CLASS}: .* \(not tried again: unchanged since it failed\)\n"
-                         r"  what to do: .*; to try it as it is: .*autograde.*(--force|FORCE=1)", console), console[-3000:]
+    assert re.search(rf"PROBLEM gutted/{CLASS}: .* \(not tried again: unchanged since it failed\)\n"
+                     r"  what to do: .*; to try it as it is: .*autograde.*(--force|FORCE=1)", console), console[-3000:]
     assert "new: " in console and "tardy/02_batchnorm_ko/02_batchnorm.html" in console
     assert "changed: " in console and "redo/02_batchnorm_ko/02_batchnorm.html" in console
+    # make feedback names who handed something in and has no page
+    assert re.search(rf"  {CLASS}: no feedback page for \d+ who handed something in: .*gutted \(not graded: nbgrader "
+                     r"could not grade it", console), console[-3000:]
+
+
+def test_the_first_zip_collected_again_after_the_late_one_changes_nothing(course, late):
+    """A, then B, then A again: the older download does not take back the late fix, and says so."""
+    submitted = course / "submitted" / "redo" / CLASS / "02_batchnorm.ipynb"
+    before = submitted.read_bytes(), (course / "autograded" / "redo" / CLASS / "02_batchnorm.ipynb").exists()
+    status, out = _make_any(["collect", f"ZIP={course.parent / 'moodle.zip'}", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
+    assert status == 0, out         # the two 강도윤 placed as before (the ASSIGN= given once is remembered)
+    assert re.search(r"-> redo 임서아  \[older\]", out) and "older than the one there (2025-03-21 23:58:30), which is " \
+        "kept and graded" in out, out
+    assert (submitted.read_bytes(), (course / "autograded" / "redo" / CLASS / "02_batchnorm.ipynb").exists()) == before
+    assert "1 older (older than the one there: not placed)" in out
+    # the older file is the first version, already kept when the late one replaced it: kept once, not twice
+    (kept,) = (course / "collected" / CLASS / "replaced" / "redo").iterdir()
+    with zipfile.ZipFile(course.parent / "moodle.zip") as archive:
+        assert kept.read_bytes() == archive.read(f"{moodle_prefix('redo')}02_batchnorm.ipynb")
 
 
 def _score(points) -> str:
     return "" if points in ("absent", None) else f"{points:g}"
 
 
-def test_grades_export_for_moodle_is_keyed_by_id_number(course, late):
-    _make(["grades-export", "PLATFORM=moodle", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
+# The grade files, written out by hand from the platforms' rules and the class's final points (after the late zip:
+# redo and tardy 6; deaf 4, its loop killed): only the platform's own students, only the graded ones (absent, who
+# handed nothing in, is left out: an empty cell would clear a grade typed in the platform).
+MOODLE_GRADES = ("ID number,Full name,Email address,02_batchnorm_ko\r\n"
+                 "correct,박지호,,6\r\n"
+                 "deaf,윤지우,,4\r\n"
+                 "deleted,강도윤,,5\r\n"
+                 "edited,강도윤,,3\r\n"
+                 "partial,이하늘,,3\r\n"
+                 "raises,최민준,,2\r\n"
+                 "redo,임서아,,6\r\n"
+                 "tardy,한시우,,6\r\n"
+                 "untouched,송유나,,0\r\n")
+CANVAS_GRADES = ("Student,ID,SIS User ID,SIS Login ID,Section,과제 2 (4242)\r\n"
+                 "장예준,52010,delegating,delegating03,03,0\r\n"
+                 "정서연,52005,loops,loops03,03,4\r\n")
+
+
+def test_grades_export_for_moodle_is_its_students_and_moodle_imports_it(course, late):
+    from test_collect import moodle_import
+    out = _make(["grades-export", "PLATFORM=moodle", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
     path = course / "export" / f"{CLASS}_moodle_grades_not-submitted-empty.csv"
-    expected = [["ID number", "Full name", "Email address", CLASS]] + [
-        [s, FULL_NAMES.get(s, ""), "sumin@example.org" if s == "absent" else "", _score(points)]
-        for s, points in sorted(_final(course).items())]
-    assert list(csv.reader(io.StringIO(path.read_text(encoding="utf-8")))) == expected
+    assert path.read_bytes() == MOODLE_GRADES.encode()
+    assert "left out, not submitted (no grade; MISSING=zero gives them 0) (1): absent" in out
+    assert "left out, not on Moodle (" in out and "delegating" in out and "gutted" in out
+    # Moodle's course: the ID numbers of its participants export; nothing aborts, each graded student imported
+    imported = moodle_import(path.read_bytes(), set(ON_MOODLE), {"absent": "5"}, CLASS)
+    assert imported["absent"] == "5", "a grade typed in Moodle for who handed nothing in stays"
+    assert {k: v for k, v in imported.items() if k != "absent"} == {
+        row.split(",")[0]: row.split(",")[3] for row in MOODLE_GRADES.split("\r\n")[1:-1]}
+
+
+def test_grades_export_for_canvas_fills_its_ids_from_the_roster_and_canvas_imports_it(course, late):
+    from test_collect import canvas_import
+    _make(["grades-export", "PLATFORM=canvas", f"ASSIGNMENT={CLASS}", f"COURSE={course}", "COLUMN=과제 2 (4242)"])
+    path = course / "export" / f"{CLASS}_canvas_grades_not-submitted-empty.csv"
+    assert path.read_bytes() == CANVAS_GRADES.encode()
+    users = [{"id": CANVAS_IDS[s], "sis_user_id": s, "sis_login_id": f"{s}03", "name": FULL_NAMES[s]} for s in CANVAS_IDS]
+    assert canvas_import(path.read_bytes(), users, {}) == ({"52010": "0", "52005": "4"}, [])
 
 
 def test_feedback_export_for_moodle_names_each_page_with_the_students_prefix(course, late):
     out = _make(["feedback-export", "PLATFORM=moodle", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
     path = course / "export" / f"{CLASS}_moodle_feedback.zip"
-    through_moodle = sorted(s for s, p in _final(course).items() if s in FULL_NAMES and p not in ("absent", None))
+    through_moodle = sorted(s for s, p in _final(course).items() if s in ON_MOODLE and p not in ("absent", None))
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == sorted(f"{moodle_prefix(s)}02_batchnorm.html" for s in through_moodle)
         sizes = [info.file_size for info in archive.infolist()]
-    assert "not in the zip" not in out, "every page has its student's prefix"
+    assert "deleted" in through_moodle and "edited" in through_moodle, "the two placed with ASSIGN= keep their prefix"
+    assert "not in the zip (" not in out, "every page of a Moodle student has its prefix"
+    assert "not in the zip, collected from another platform (2): delegating (Canvas), loops (Canvas)" in out
+    assert re.search(r"no feedback page for \d+ who handed something in: .*gutted \(not graded", out), out
     assert max(sizes) <= 600_000, f"a feedback page of {max(sizes)} bytes: at most 600 kB"
     forty = path.stat().st_size / len(sizes) * 40
     assert forty <= 15e6, f"40 students' feedback would be {forty / 1e6:.1f} MB zipped: at most 15 MB"
     print(f"feedback pages: largest {max(sizes) / 1e3:.0f} kB; zip {path.stat().st_size / 1e6:.2f} MB for {len(sizes)}, "
           f"{forty / 1e6:.2f} MB for 40")
+    _make(["feedback-export", "PLATFORM=canvas", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
+    with zipfile.ZipFile(course / "export" / f"{CLASS}_canvas_feedback.zip") as archive:
+        assert sorted(archive.namelist()) == [
+            "jangyejun_52010_7010_02_batchnorm.html", "jeongseoyeon_late_52005_7005_02_batchnorm.html"]
 
 
 @pytest.fixture(scope="module")
-def canvas_course(course, late, tmp_path_factory) -> tuple[Path, str, str]:
-    """The same class through Canvas, in a copy of the course: Canvas's gradebook export as the roster, Canvas's
-    download (<name>_<Canvas number>_<attachment>_<file>, _LATE_ for the late ones); (course, collect's output,
-    autograde's console)."""
-    copy = tmp_path_factory.mktemp("canvas") / "assignments"
-    shutil.copytree(course, copy, ignore=shutil.ignore_patterns("collected", "export"))
-    export = "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,과제 2 (4242)\r\n    Points Possible,,,,,6.00\r\n" + "".join(
-        f"{name},{52001 + i},{student},{student}@school,A,\r\n" for i, (student, name) in enumerate(FULL_NAMES.items()))
-    (copy / "students.csv").write_text(export, encoding="utf-8")
-    files = {}
-    for i, student in enumerate(FULL_NAMES):
-        submitted = copy / "submitted" / student / CLASS / "02_batchnorm.ipynb"
-        if student in ZIPPED or student == "tardy":
-            late_mark = "_LATE" if student in ("redo", "tardy") else ""
-            files[f"{FULL_NAMES[student]}{late_mark}_{52001 + i}_{7001 + i}_02_batchnorm.ipynb"] = submitted.read_bytes()
-    download = copy.parent / "canvas.zip"
-    with zipfile.ZipFile(download, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    out = _make(["collect", f"ZIP={download}", f"ASSIGNMENT={CLASS}", f"COURSE={copy}"])
+def moodle_only(course, late, tmp_path_factory) -> tuple[Path, str, str]:
+    """A Moodle-only course, as the guide says, in a copy of the graded course: its participants export as the only
+    class list (make roster), the first Moodle zip collected (the two 강도윤 placed with ASSIGN=), autograde (nothing
+    changed: nothing graded again); (course, collect's output, autograde's console)."""
+    copy = tmp_path_factory.mktemp("moodle") / "assignments"
+    shutil.copytree(course, copy, ignore=shutil.ignore_patterns("collected", "export", "students*.csv"))
+    export = copy.parent / "courseid_51234_participants.csv"
+    export.write_text(MOODLE_PARTICIPANTS, encoding="utf-8", newline="")
+    _make(["roster", f"FILE={export}", f"COURSE={copy}"])
+    stem = CLASS.rsplit("_", 1)[0]
+    assign = ";".join(f"{moodle_prefix(s)}{stem}.ipynb:{s}" for s in ("deleted", "edited"))
+    out = _make(["collect", f"ZIP={course.parent / 'moodle.zip'}", f"ASSIGNMENT={CLASS}", f"COURSE={copy}",
+                 f"ASSIGN={assign}"])
     console = io.StringIO()
     with contextlib.redirect_stdout(console):
         classroom.autograde(copy, timeout=TIMEOUT)
     return copy, out, console.getvalue()
 
 
-def test_the_same_class_through_canvas_files_the_same_notebooks_and_exports_canvas_layouts(course, canvas_course):
-    copy, out, console = canvas_course
-    assert "Canvas;" in out and f"0 new, 0 replaced, {len(ZIPPED) + 1} unchanged" in out
+def test_a_moodle_only_course_from_roster_to_grades(moodle_only):
+    copy, out, console = moodle_only
+    assert f"Moodle; {len(ZIPPED)} students' notebooks" in out and "\nnot placed (" not in out, out
+    assert "-> redo 임서아  [older]" in out, "the first zip does not take back the late fix"
     assert not PROGRESS.search(console), "nothing changed: nothing graded again"
-    assert f"{CLASS}: every submission is graded and unchanged since" in console
-    _make(["grades-export", "PLATFORM=canvas", f"ASSIGNMENT={CLASS}", f"COURSE={copy}", "COLUMN=과제 2 (4242)"])
-    path = copy / "export" / f"{CLASS}_canvas_grades_not-submitted-empty.csv"
-    ids = {student: str(52001 + i) for i, student in enumerate(FULL_NAMES)}
-    expected = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "과제 2 (4242)"]] + [
-        [FULL_NAMES.get(s, ""), ids.get(s, ""), s, f"{s}@school" if s in FULL_NAMES else "", "A" if s in FULL_NAMES else "",
-         _score(points)] for s, points in sorted(_final(course).items())]
-    assert list(csv.reader(io.StringIO(path.read_text(encoding="utf-8")))) == expected
-    _make(["feedback-export", "PLATFORM=canvas", f"ASSIGNMENT={CLASS}", f"COURSE={copy}"])
-    with zipfile.ZipFile(copy / "export" / f"{CLASS}_canvas_feedback.zip") as archive:
-        names = sorted(archive.namelist())
-    assert f"{FULL_NAMES['tardy']}_LATE_{ids['tardy']}_{7001 + list(FULL_NAMES).index('tardy')}_02_batchnorm.html" in names
-    assert f"{FULL_NAMES['correct']}_{ids['correct']}_{7001 + list(FULL_NAMES).index('correct')}_02_batchnorm.html" in names
-    assert len(names) == len([s for s, p in _final(course).items() if s in FULL_NAMES and p not in ("absent", None)])
+    _make(["grades-export", "PLATFORM=moodle", f"ASSIGNMENT={CLASS}", f"COURSE={copy}"])
+    assert (copy / "export" / f"{CLASS}_moodle_grades_not-submitted-empty.csv").read_bytes() == MOODLE_GRADES.encode()
 
 
 # --------------------------------------------------------------------------- what a teacher gets wrong, no kernel
@@ -884,6 +1010,12 @@ def test_no_submitted_folder_says_where_notebooks_go(bare, capsys):
     assert remedy.startswith(f"put each notebook at {classroom.shown(bare / 'submitted')}/<student id>/<assignment>/")
     assert grades.path is None and not (bare / "grades.csv").exists()
     assert "grades.csv not written" in capsys.readouterr().out
+
+
+def test_exit_status_1_says_first_that_it_is_not_a_crash(bare, capsys):
+    assert classroom.main(["autograde", "--course", str(bare)]) == 1
+    assert capsys.readouterr().out.endswith("\nexit status 1: 1 problem above needs you (each with what to do); not a "
+                                            "crash: everything else is graded and in grades.csv\n")
 
 
 def test_an_assignment_never_released_is_named_with_the_command_that_releases_it(bare):
