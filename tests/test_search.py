@@ -98,6 +98,7 @@ FIRST = [("ko", "배치 정규화", "03_batchnorm"), ("ko", "배치정규화", "
          ("ko", "RMS 정규화", "05_rmsnorm"), ("ko", "그룹 정규화", "06_family"), ("ko", "그룹정규화", "06_family"),
          ("ko", "인스턴스 정규화", "06_family"), ("ko", "인스턴스정규화", "06_family"), ("ko", "역전파", "07_backward"),
          ("ko", "평균과 분산", "02_mean_variance"), ("ko", "평균과분산", "02_mean_variance"),
+         ("ko", "이동 평균", "03_batchnorm"), ("ko", "이동평균", "03_batchnorm"),
          ("en", "batch normalization", "03_batchnorm"), ("en", "layer normalization", "04_layernorm"),
          ("en", "backward pass", "07_backward"), ("en", "mean and variance", "02_mean_variance"),
          ("en", "GroupNorm", "06_family")]

@@ -250,8 +250,9 @@ if (typeof Search !== "undefined") {
 # every query. Scorer.score (searchtools.js's hook, called once per result) ranks instead by where
 # the whole query is (spaces or none between Korean syllables: 그룹정규화 matches 그룹 정규화; a Latin
 # word from its start: variance is not in invariance): in the page's title, then in one
-# of its headings, then only in its text; within a rank in the book's order (chapter 1, 2, …, 10,
-# 11, then the other pages), a page before its sections.
+# of its headings, then (Korean words typed with a space) with the words together in its text, then
+# the rest; within a rank in the book's order (chapter 1, 2, …, 10, 11, then the other pages), a
+# page before its sections.
 JS_RANK = r"""
 /* Search result order (tools/korean_search.py): the page whose title or a heading holds the query first. */
 var searchRank = (function () {
@@ -281,10 +282,35 @@ var searchRank = (function () {
       return /^[\uac00-\ud7a3]+$/.test(w) ? w.split("").map(escape).join("\\s*") : escape(w);
     }).join("\\s*"), "i");
   }
-  function rank(index, file, re) {
+  /* Every pair of syllables of the query's Korean, the one across each space included (이동 평균 ->
+     이동 동평 평균): the index holds 동평 only for a page writing 이동 평균 or 이동평균 (the pair across a
+     space, see the module), so a page holding them all holds the words together, not apart. */
+  function together(q) {
+    var out = [], run = [];
+    var flush = function () {
+      if (run.length > 1) {                     // Korean words typed with spaces between them
+        var joined = run.join("");
+        for (var i = 0; i + 1 < joined.length; i++) out.push(joined.slice(i, i + 2));
+      }
+      run = [];
+    };
+    q.trim().split(/\s+/).forEach(function (w) {
+      if (/^[\uac00-\ud7a3]+$/.test(w)) run.push(w); else flush();
+    });
+    flush();
+    return out;
+  }
+  function holding(index, t, file) {
+    return [index.terms[t], index.titleterms[t]].some(function (files) {
+      return files !== undefined && [].concat(files).indexOf(file) !== -1;
+    });
+  }
+  function rank(index, file, re, q) {
     if (!re) return 0;
     if (re.test(index.titles[file] || "")) return 3;
-    return (headingsOf(index)[file] || []).some(function (h) { return re.test(h); }) ? 2 : 0;
+    if ((headingsOf(index)[file] || []).some(function (h) { return re.test(h); })) return 2;
+    var pairs = together(q);
+    return pairs.length && pairs.every(function (t) { return holding(index, t, file); }) ? 1 : 0;
   }
   function order(docname) {               // chapters/ko/03_batchnorm -> 3; another page after them
     var m = /(?:^|\/)(\d+)_[^\/]*$/.exec(docname);
@@ -295,7 +321,7 @@ var searchRank = (function () {
     score: function (result) {
       var index = Search._index;
       var file = index.docnames.indexOf(result[0]);
-      return rank(index, file, pattern(query())) * 100 - order(result[0]) / 1000 + (result[2] ? 0 : 1e-5);
+      return rank(index, file, pattern(query()), query()) * 100 - order(result[0]) / 1000 + (result[2] ? 0 : 1e-5);
     }
   };
 })();
