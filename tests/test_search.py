@@ -153,3 +153,23 @@ def test_searching_asks_no_other_host(search):
     search("ko", KOREAN_QUERIES[0])
     search("en", ENGLISH_QUERIES[0])
     assert not search.seen, f"requests to other hosts: {search.seen[:5]}"
+
+
+# Each highlighted run of a listed result (its title and excerpt), in the order shown.
+HIGHLIGHTED = """() => [...document.querySelectorAll('#search-results ul.search li .highlighted')]
+  .map(span => span.textContent)"""
+
+
+@pytest.mark.parametrize("query, words", [("배치 정규화", {"배치", "정규화"}), ("이동 평균", {"이동", "평균"})])
+def test_a_korean_word_is_highlighted_whole(browser, offline_site, query, words):
+    """The newcomer saw 정규화 highlighted as 정규 (the query's syllable pairs, one after the other)."""
+    with serve(offline_site) as url:
+        context = isolated_context(browser, url)
+        page = context.new_page()
+        book = book_of(offline_site, "ko")
+        search_row(page, url, book, query, snippets=True)         # typed, every excerpt shown
+        shown = page.evaluate(HIGHLIGHTED)
+        context.close()
+    assert words <= set(shown), shown
+    pieces = {"정규", "규화", "이동", "평균", "배치"} - words
+    assert not pieces & set(shown), f"pairs highlighted instead of words: {sorted(pieces & set(shown))}"

@@ -329,7 +329,19 @@ var searchRank = (function () {
 if (typeof Search !== "undefined") {
   Scorer.score = searchRank.score;
   var searchRankParse = Search._parseQuery;     // the query as typed, also for a search started without ?q=
-  Search._parseQuery = function (q) { searchRank.query(q); return searchRankParse(q); };
+  Search._parseQuery = function (q) {
+    searchRank.query(q);
+    var parsed = searchRankParse(q);
+    /* Highlight a Korean word whole (정규화), not as its pairs (정규, then nothing of 화): the words
+       first, so that a pair finds its text already highlighted and leaves it. */
+    var words = q.match(/[\uac00-\ud7a3]+/g) || [];
+    if (words.length) {
+      parsed[3] = new Set(words.concat([...parsed[3]]));
+      if (typeof SPHINX_HIGHLIGHT_ENABLED !== "undefined" && SPHINX_HIGHLIGHT_ENABLED)
+        localStorage.setItem("sphinx_highlight_terms", [...parsed[3]].join(" "));
+    }
+    return parsed;
+  };
 }
 """
 
