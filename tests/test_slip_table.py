@@ -122,6 +122,24 @@ SLIPS = [
                           "        n = x.numel() // x.shape[1]\n"
                           "        if self.training:\n")],
          {"test_eval": {"eval_batch"}}),
+    slip("no evaluation mode at all: batch statistics, and updates, in both modes", "02_batchnorm",
+         [("        if self.training:\n"
+           "            mean = x.mean(dim=dims)\n"
+           "            var = ((x - mean.reshape(view)) ** 2).mean(dim=dims)\n"
+           "            n = x.numel() // x.shape[1]\n"
+           "            with torch.no_grad():\n"
+           "                self.num_batches_tracked += 1\n"
+           "                " + BN_MOMENTUM + "\n"
+           "                " + BN_UPDATE + "\n" + BN_EVAL,
+           "        mean = x.mean(dim=dims)\n"
+           "        var = ((x - mean.reshape(view)) ** 2).mean(dim=dims)\n"
+           "        n = x.numel() // x.shape[1]\n"
+           "        with torch.no_grad():\n"
+           "            self.num_batches_tracked += 1\n"
+           "            " + BN_MOMENTUM + "\n"
+           "            self.running_mean.mul_(1 - m).add_(m * mean)\n"
+           "            self.running_var.mul_(1 - m).add_(m * var * n / (n - 1))\n")],
+         {"test_eval": {"eval_batch"}, "test_running": {"eval_updated"}, "test_cumulative": {"eval_updated"}}),
     slip("unbiased variance for the output (and the running variance)", "02_batchnorm",
          [("var = ((x - mean.reshape(view)) ** 2).mean(dim=dims)", "var = x.var(dim=dims)"),
           ("add_(m * var * n / (n - 1))", "add_(m * var)")],
@@ -208,6 +226,16 @@ SLIPS = [
     slip("the convolution's bias left out", "05_fold",
          [("b = conv.bias if conv.bias is not None else torch.zeros_like(s)", "b = torch.zeros_like(s)")],
          {"test_fold": {"fold_no_conv_bias"}}),
+    slip("batch statistics instead of the running ones", "05_fold",
+         [("    return folded\n",
+           "    def forward(x):                  # normalize each batch with its own mean and variance\n"
+           "        y = conv(x)\n"
+           "        dims, view = (0, *range(2, y.dim())), (1, -1) + (1,) * (y.dim() - 2)\n"
+           "        mean, var = y.mean(dims, keepdim=True), y.var(dims, keepdim=True)\n"
+           "        return (y - mean) / torch.sqrt(var + bn.eps) * bn.weight.reshape(view) + bn.bias.reshape(view)\n"
+           "    folded.forward = forward\n"
+           "    return folded\n")],
+         {"test_fold": {"fold_batch_stats"}, "test_fold_settings": {"fold_batch_stats"}}),
     slip("running_var corrected by n/(n − 1)", "05_fold",
          [("s = bn.weight / torch.sqrt(bn.running_var + bn.eps)",
            "s = bn.weight / torch.sqrt(bn.running_var * 16 / 15 + bn.eps)")],
@@ -309,7 +337,8 @@ def test_every_slip_the_assignment_texts_name_has_a_row():
                          "**unbiased variance**", "`None`", "leave them unchanged"],
         "03_backward": ["Do not call autograd inside `backward`", "int `normalized_shape`"],
         "04_axes_groupnorm": ["never raises `ValueError`", "InstanceNorm's, LayerNorm's, groups of every G-th channel"],
-        "05_fold": ["the convolution's bias left out", "`running_var` \"corrected\" once more",
+        "05_fold": ["the convolution's bias left out", "batch statistics instead of the running ones",
+                    "`running_var` \"corrected\" once more",
                     "$\\epsilon$ outside the square root", "a training-mode layer folded anyway",
                     "without the original's `stride` or `groups`"],
     }
