@@ -157,8 +157,12 @@ def half_unit(s: str) -> float:
     return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
 
 
+COMPARED = [0]        # printed numbers compared with torch's, for the summary line
+
+
 def agrees(s: str, want: float, what: str) -> None:
     """The printed ``s`` is ``want`` (torch's) within its printed rounding; "0" only for float noise."""
+    COMPARED[0] += 1
     if math.isnan(want):
         assert s == "NaN", f"{what}: printed {s!r}, torch NaN"
     elif math.isinf(want):
@@ -318,7 +322,8 @@ class Reader:
         self.commit()
         box = self.loc(f'input[data-index="{key[4:]}"]' if key.startswith("cell") else f'input[id$="-{key}"]')
         self.press(box)
-        self.after_focus()
+        if key.startswith("cell"):                  # a table input that gets the focus is the chosen cell
+            self.after_focus({"tag": "input", "index": key[4:]})
         if typed:
             self.page.keyboard.type(typed)
         else:
@@ -328,18 +333,16 @@ class Reader:
             before = self.page.evaluate("document.activeElement.id")
             self.page.keyboard.press(leave)
             self.commit()
-            self.after_focus()
             after = self.page.evaluate("document.activeElement.id")
             if leave == "Enter":
                 assert after == before, f"Enter in {key} moved the focus to {after!r}"
             else:
                 assert after != before, f"{leave} after typing in {key} left the focus in it"
 
-    def after_focus(self) -> None:
-        """A table input that gets the focus becomes the chosen cell."""
-        index = self.page.evaluate("(() => { const a = document.activeElement; return a.matches('.nx input[data-index]') ? Number(a.dataset.index) : null; })()")
-        if index is not None and index != self.st["selected"]:
-            self.st["selected"] = index
+    def after_focus(self, active: dict | None = None) -> None:
+        """A table input that gets the focus becomes the chosen cell (read with the page, in check)."""
+        if active and active["tag"] == "input" and active["index"] is not None and int(active["index"]) != self.st["selected"]:
+            self.st["selected"] = int(active["index"])
             self.changed()
 
     def pick_cell(self, i: int) -> None:
@@ -350,7 +353,7 @@ class Reader:
         self.commit()
         if self.st["layout"] == "table":
             self.press(self.loc(f'input[data-index="{i}"]'))
-            self.after_focus()
+            self.after_focus({"tag": "input", "index": i})
         else:
             self.press(self.loc(f'rect[data-index="{i}"]'))
             i = moved(i, old, shape_of(self.st), keep=self.st["selected"])    # the cell clicked, in a new size
@@ -410,6 +413,7 @@ class Reader:
     def check(self, what: str) -> dict:
         self.actions += 1
         seen = self.read()
+        self.after_focus(seen["active"])
         st, got = self.st, seen["state"]
         for key in st:
             if key in ("running_mean", "running_var"):
@@ -599,7 +603,6 @@ def keyboard_action(r: Reader) -> str:
     if not a["inside"]:                   # back into the explorer, from whichever side the focus left it
         after = page.evaluate("Boolean(document.querySelector('.nx').compareDocumentPosition(document.activeElement) & 4)")
         page.keyboard.press("Shift+Tab" if after else "Tab")
-        r.after_focus()
         return "back into the explorer"
     key = a["id"].split("-", 1)[1] if "-" in a["id"] else ""
     if a["tag"] == "input" and a["type"] == "text":
@@ -617,12 +620,10 @@ def keyboard_action(r: Reader) -> str:
             leave = rng.choice(("Tab", "Shift+Tab", "Enter"))
             page.keyboard.press(leave)
             r.commit()
-            r.after_focus()
             return f"typing {typed!r} into {field}, then {leave}"
         if field.startswith("cell") and choice < 0.85:
             arrow = rng.choice(("ArrowUp", "ArrowDown"))
             page.keyboard.press(arrow)
-            r.after_focus()
             return f"{arrow} in {field}"
     elif a["tag"] == "rect":
         i = int(a["index"])
@@ -680,7 +681,6 @@ def keyboard_action(r: Reader) -> str:
     page.evaluate("() => { window.__before = document.activeElement; }")
     page.keyboard.press("Shift+Tab" if shift else "Tab")
     assert page.evaluate("document.activeElement !== window.__before"), "Tab left the focus where it was"
-    r.after_focus()
     return "Shift+Tab" if shift else "Tab"
 
 
@@ -738,12 +738,13 @@ def test_a_reader_clicks_types_and_taps_in_random_order(open_page, lang, ch, pho
     seed = f"{lang}{ch}{phone}"
     r = Reader(page, lang, random.Random(seed), phone=phone)
     r.check("opening the page")
-    start, log = time.time(), []
+    start, log, before = time.time(), [], COMPARED[0]
     for _ in range(ACTIONS):
         what = random_action(r)
         log.append(what)
         r.check(f"{what} (seed {seed!r}, action {len(log)}: {log[-4:]})")
-    print(f"\n{lang}/{ch} {'phone' if phone else 'desktop'}: {r.actions} checks after {ACTIONS} actions in {time.time() - start:.1f} s")
+    print(f"\n{lang}/{ch} {'phone' if phone else 'desktop'}: {ACTIONS} actions, {COMPARED[0] - before} printed numbers "
+          f"equal to torch's, in {time.time() - start:.1f} s")
 
 
 KEY_RUNS = [(lang, ch) for lang in ("ko", "en") for ch in ("03", "06")]
@@ -755,11 +756,13 @@ def test_a_reader_with_the_keyboard_alone(open_page, lang, ch):
     page.locator(".nx select").first.focus()
     seed = f"keys{lang}{ch}"
     r = Reader(page, lang, random.Random(seed))
-    log = []
-    for _ in range(40):
+    log, before = [], COMPARED[0]
+    for _ in range(32):
         what = keyboard_action(r)
         log.append(what)
         r.check(f"{what} (seed {seed!r}, key {len(log)}: {log[-4:]})")
+    kinds = sorted({re.sub(r"\d+|'.*?'", "#", w) for w in log})
+    print(f"\n{lang}/{ch} keyboard: {len(log)} actions of {len(kinds)} kinds, {COMPARED[0] - before} printed numbers equal to torch's")
 
 
 # -- the named regressions ---------------------------------------------------------------------------
