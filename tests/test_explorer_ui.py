@@ -703,8 +703,8 @@ def open_page(browser, site_url):
     """open_page(docname, phone=False) -> a fresh page of the book with its first explorer drawn."""
     contexts, errors = [], []
 
-    def go(docname: str, phone: bool = False, dark: bool = False):
-        options = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True} if phone \
+    def go(docname: str, phone: bool = False, dark: bool = False, width: int = 390):
+        options = {"viewport": {"width": width, "height": 844}, "has_touch": True, "is_mobile": True} if phone \
             else {"viewport": {"width": 1280, "height": 900}}
         context = browser.new_context(**options, service_workers="block", color_scheme="dark" if dark else "light")
         contexts.append(context)
@@ -865,6 +865,13 @@ def test_cells_are_24_px_targets_on_a_phone(open_page):
     page = open_page(chapter("ko", "06"), phone=True)
     sizes = page.evaluate("Array.from(document.querySelectorAll('.nx rect[data-index]'), (r) => { const b = r.getBoundingClientRect(); return [b.width, b.height]; })")
     assert min(min(s) for s in sizes) >= 24, f"the smallest cell is {min(min(s) for s in sizes):.1f} px"
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_nothing_in_the_table_scrolls_sideways_on_a_320_px_phone(open_page, lang):
+    page = open_page(chapter(lang, "03"), phone=True, width=320)
+    boxes = page.evaluate("Array.from(document.querySelectorAll('.nx .nx-scroll'), (e) => [e.scrollWidth, e.clientWidth])")
+    assert all(inner <= outer for inner, outer in boxes), f"{lang}: scroll boxes {boxes} (content, box) at 320 px"
 
 
 def test_back_and_forward_keep_the_readers_state(open_page):
