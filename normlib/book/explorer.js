@@ -560,8 +560,7 @@ function render({ model, el }) {
     setText(members, w(rms ? "nx_members_rms" : "nx_members", { which: active + 1, values,
       mean: fmt(r.mean[active], 5, (rms ? sc.x2 : sc.x)[active]), var: rms ? "" : fmt(r.variance[active], 5, sc.x2[active]) }));
   }
-  // One update per action.
-  let pending = false;          // the model's changes are gathered and drawn once, in a microtask
+  let pending = false;      // one update per action: the model's changes are drawn once, in a microtask
   function update() {
     pending = false; ui.hovered = null;          // a change lights the chosen cell's statistic again
     ui.w = words(model);
@@ -580,7 +579,8 @@ function render({ model, el }) {
   // of an edited box) is drawn once it is released, so the click lands where it was aimed.
   function later(fn) { if (ui.held) ui.queue.push(fn); else fn(); }
   const release = () => setTimeout(() => { ui.held = false; ui.queue.splice(0).forEach((fn) => fn()); }, 0);
-  const listeners = { pointerdown: () => (ui.held = true), pointerup: (e) => e.pointerType === "mouse" && release(), click: release, pointercancel: release };
+  const listeners = { pointerdown: () => (ui.held = true), click: release, pointercancel: release, contextmenu: release,
+    pointerup: (e) => (e.pointerType === "mouse" ? release() : setTimeout(release, 500)) };   // (a touch without a click)
   for (const [type, fn] of Object.entries(listeners)) window.addEventListener(type, fn, true);
   // What the widget computed, for Python to read back (`Explorer.shown`).
   function report(s, r) {
