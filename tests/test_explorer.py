@@ -539,3 +539,39 @@ def test_the_module_reads_typing_as_meant_and_prints_every_minus_alike(tmp_path)
     assert out["noise"] == "0", "float noise against data of size 3.4 prints as 0"
     assert out["exact"] == ["12.5", "0.00001", "−2e−7"], "ε, γ and β print as typed"
     assert not any("-" in s or "e+" in s for s in out["printed"] + out["exact"]), "a hyphen-minus or e+ in print"
+
+
+OVERFLOW = """
+import * as X from %s;
+const table = [1e200, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];     // column 1 and row 1 hold 1e200
+const out = ["batch", "layer", "rms"].map((method) => {
+  const state = X.settle({ layouts: ["table"], layout: "table", method, table, eps: 1e-5, gamma: 1, beta: 0, training: true,
+                           running_mean: [], running_var: [], steps: 0, selected: 0 });
+  const r = X.compute(state);
+  return { method, xhat0: r.xhat[0], why: X.why(state, r).map(([key]) => key) };
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_an_overflowing_statistic_is_explained_and_where_torch_differs_it_says_so(tmp_path):
+    """1e200 in the table: σ² (or E[x²]) is ∞ and x̂ = finite/∞ = 0, which is torch's float64 result for
+    batch_norm and rms_norm. torch's layer_norm gathers its statistics in one pass and gives NaN here: the page
+    keeps the two-pass value and its sentence says torch's kernel differs, so nothing on screen is silently off."""
+    node = shutil.which("node")
+    if node is None:
+        if running_in_ci():
+            pytest.fail("node is missing: the explorer's JavaScript cannot be tested")
+        pytest.skip("node is not installed")
+    script = tmp_path / "overflow.mjs"
+    script.write_text(OVERFLOW % json.dumps(MODULE.as_uri()), encoding="utf-8")
+    result = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = {row["method"]: row for row in json.loads(result.stdout)}
+    x = torch.tensor([1e200, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], dtype=torch.float64).view(4, 3)
+    assert TF.batch_norm(x, None, None, training=True)[0, 0].item() == got["batch"]["xhat0"] == 0.0
+    assert TF.rms_norm(x, (3,))[0, 0].item() == got["rms"]["xhat0"] == 0.0
+    assert got["batch"]["why"] == got["rms"]["why"] == ["nx_why_overflow"]
+    assert torch.isnan(TF.layer_norm(x, (3,))[0, 0]), "torch's layer_norm gives NaN: the sentence below must say so"
+    assert got["layer"]["xhat0"] == 0.0 and got["layer"]["why"] == ["nx_why_overflow_onepass"]
+    assert all("NaN" in STRINGS[lang]["nx_why_overflow_onepass"] for lang in ("ko", "en"))

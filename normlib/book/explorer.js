@@ -65,8 +65,7 @@ export function sharing(layout, method, shape, groups) {
   }
   return { ids, count, channel, channels, pooled: size / count };
 }
-// n running sums, each compensated (Neumaier): a mean of values far from 0 stays exact to the last
-// bit or so, as torch's float64 reductions are, so that x̂ = (x − μ)/σ agrees even when σ ≪ |x|.
+// n running sums, each compensated (Neumaier): a mean far from 0 stays exact to the last bit, as torch's float64 sums are.
 function sums(n) {
   const total = new Array(n).fill(0), carry = new Array(n).fill(0);
   return {
@@ -112,7 +111,8 @@ export function why(state, r) {
   if (r.error) return [];
   const rms = state.method === "rms", causes = {}, stats = rms ? r.mean : r.variance;
   const add = (key, which) => (causes[key] ??= []).push(which);
-  stats.forEach((v, id) => { if (v === Infinity && Number.isFinite(r.mean[id])) add("nx_why_overflow", id + 1); });
+  const over = ["layer", "group"].includes(state.method) ? "nx_why_overflow_onepass" : "nx_why_overflow";  // torch's own kernels differ
+  stats.forEach((v, id) => { if (v === Infinity && (rms || Number.isFinite(r.mean[id]))) add(over, id + 1); });
   (r.evaluating ? state.running_var : stats).forEach((v, id) => {
     if (v + state.eps === 0) add("nx_why_zero", id + 1);
     else if (v + state.eps < 0) add("nx_why_negative", id + 1);
@@ -121,7 +121,7 @@ export function why(state, r) {
   const out = Object.entries(causes).map(([key, ids]) => [key, { ...vars, which: ids.join(", ") }]);
   const finite = (a) => (a ?? []).every(Number.isFinite);
   const explained = causes.nx_why_zero || causes.nx_why_negative;
-  const unexplained = !(finite(r.xhat) && finite(r.y) && finite(r.mean) && (finite(r.variance) || causes.nx_why_overflow));
+  const unexplained = !(finite(r.xhat) && finite(r.y) && (finite(r.mean) && finite(r.variance) || causes[over]));
   return !explained && unexplained ? [...out, ["nx_why_other", {}]] : out;
 }
 // One training step of BatchNorm on the current batch: torch's update of the running statistics,

@@ -67,7 +67,7 @@ WORD_KEYS = (
     "nx_summary_one", "nx_stats_caption_one", "nx_uses_running", "nx_members", "nx_members_rms",
     "nx_error_eps_training", "nx_error_eps_negative", "nx_bad_number", "nx_bad_empty", "nx_bad_ambiguous",
     "nx_bad_huge", "nx_bad_whole", "nx_bad_range", "nx_bad_eps_training", "nx_bad_eps_negative",
-    "nx_why_zero", "nx_why_negative", "nx_why_overflow", "nx_why_other",
+    "nx_why_zero", "nx_why_negative", "nx_why_overflow", "nx_why_overflow_onepass", "nx_why_other",
 )
 
 

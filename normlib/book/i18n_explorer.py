@@ -56,6 +56,8 @@ PAIRS = {
                         "statistic {which}: {sum} < 0, and its square root is not a real number (NaN): the negative ε outweighs {stat}."),
     "nx_why_overflow": ("통계 {which}번: {stat} 값이 float64의 범위(약 1.8e308)를 넘어 ∞입니다. 유한한 수를 ∞로 나눈 x̂는 0입니다.",
                         "statistic {which}: {stat} exceeds float64's range (about 1.8e308) and is ∞; a finite number divided by ∞ gives x̂ = 0."),
+    "nx_why_overflow_onepass": ("통계 {which}번: {stat} 값이 float64의 범위(약 1.8e308)를 넘어 ∞입니다. 유한한 수를 ∞로 나눈 x̂는 0입니다. torch의 layer_norm·group_norm은 σ²를 한 번의 훑기로 모으는데, 이 경우 그 중간값도 넘쳐 NaN을 내기도 합니다.",
+                                "statistic {which}: {stat} exceeds float64's range (about 1.8e308) and is ∞; a finite number divided by ∞ gives x̂ = 0. torch's layer_norm and group_norm gather σ² in one pass, and there an intermediate overflows too and often gives NaN instead."),
     "nx_why_other": ("NaN이나 ±∞로 나온 값은 계산 중간값이 float64의 범위(약 1.8e308)를 넘었기 때문입니다.",
                      "The values shown as NaN or ±∞ come from an intermediate result beyond float64's range (about 1.8e308)."),
     "nx_statistic": ("통계", "statistic"),
