@@ -65,13 +65,13 @@ WORDS = {
     "ko": {"title": "채점하면서 한 일", "seconds": "({seconds}초)", "zero": "이 셀의 점수는 0점입니다.",
            "zeros": "이 셀들의 점수는 모두 0점입니다.", "score": "점수: {items}.", "and": ", ",
            "killed": "코드가 인터럽트(KeyboardInterrupt)까지 잡아서 멈추지 않았기 때문에, 채점할 때 노트북을 실행하던 "
-                     "프로세스를 강제로 끝내고 새 프로세스에서 그 앞의 셀들을 다시 실행한 뒤 나머지 검사를 채점했습니다. "
-                     "인터럽트까지 잡는 `except:`나 `except BaseException:` 대신 `except Exception:`을 쓰세요."},
+                     "프로세스를 강제로 끝내고 새 프로세스에서 제한 시간에 걸린 셀 앞의 셀들을 다시 실행한 뒤 나머지 검사를 채점했습니다. "
+                     "인터럽트까지 잡는 <code>except:</code>나 <code>except BaseException:</code> 대신 <code>except Exception:</code>을 쓰세요."},
     "en": {"title": "What grading did to your notebook", "seconds": " of {seconds} seconds",
            "zero": "It scores 0.", "zeros": "They score 0.", "score": "Score: {items}.", "and": ", ",
            "killed": "Your code caught the interrupt (KeyboardInterrupt) too and did not stop, so grading killed the "
                      "kernel, ran the cells before it again in a new one and graded the remaining tests. Write "
-                     "`except Exception:` rather than `except:` or `except BaseException:`, which catch the interrupt."},
+                     "<code>except Exception:</code> rather than <code>except:</code> or <code>except BaseException:</code>, which catch the interrupt."},
 }
 
 
