@@ -281,18 +281,25 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def test_the_modules_arithmetic_in_node_is_torchs(tmp_path):
+def run_node(tmp_path, script: str, *args: str, stdin: str | None = None, timeout: int = 60) -> str:
+    """Run ``script`` (an ES module, ``%s`` standing for the explorer module's URL) in Node and return what it
+    printed; without Node the test fails under CI and is skipped here."""
     node = shutil.which("node")
     if node is None:
         if running_in_ci():
             pytest.fail("node is missing: the explorer's JavaScript cannot be tested")
         pytest.skip("node is not installed: the explorer's JavaScript is checked in Chromium only")
-    script = tmp_path / "run.mjs"
-    script.write_text(NODE_SCRIPT % json.dumps(MODULE.as_uri()), encoding="utf-8")
-    result = subprocess.run([node, str(script)], input=json.dumps(CASES), capture_output=True, text=True, timeout=120)
+    path = tmp_path / "script.mjs"
+    path.write_text(script % json.dumps(MODULE.as_uri()), encoding="utf-8")
+    result = subprocess.run([node, str(path), *args], input=stdin, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_the_modules_arithmetic_in_node_is_torchs(tmp_path):
+    stdout = run_node(tmp_path, NODE_SCRIPT, stdin=json.dumps(CASES), timeout=120)
     worst = 0.0
-    for case, shown in zip(CASES, json.loads(result.stdout), strict=True):
+    for case, shown in zip(CASES, json.loads(stdout), strict=True):
         want = reference(case)
         if case["method"] != "batch":
             shown.pop("running_mean"), shown.pop("running_var")
@@ -522,16 +529,8 @@ process.stdout.write(JSON.stringify({ read, printed, noise, exact }));
 
 
 def test_the_module_reads_typing_as_meant_and_prints_every_minus_alike(tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        if running_in_ci():
-            pytest.fail("node is missing: the explorer's JavaScript cannot be tested")
-        pytest.skip("node is not installed")
-    script = tmp_path / "print.mjs"
-    script.write_text(PRINTING % json.dumps(MODULE.as_uri()), encoding="utf-8")
-    result = subprocess.run([node, str(script), json.dumps([t for t, _ in READING])], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout)
+    stdout = run_node(tmp_path, PRINTING, json.dumps([t for t, _ in READING]))
+    out = json.loads(stdout)
     for (typed, meant), got in zip(READING, out["read"], strict=True):
         assert got == ({"error": meant} if isinstance(meant, str) else {"value": meant}), (typed, got)
     assert out["printed"] == ["0.000125", "−4.63e−18", "2.5e200", "12.5", "−1.5e−5", "1e−5", "19.567", "−0.00146",
@@ -558,16 +557,8 @@ def test_an_overflowing_statistic_is_explained_and_where_torch_differs_it_says_s
     """1e200 in the table: σ² (or E[x²]) is ∞ and x̂ = finite/∞ = 0, which is torch's float64 result for
     batch_norm and rms_norm. torch's layer_norm gathers its statistics in one pass and gives NaN here: the page
     keeps the two-pass value and its sentence says torch's kernel differs, so nothing on screen is silently off."""
-    node = shutil.which("node")
-    if node is None:
-        if running_in_ci():
-            pytest.fail("node is missing: the explorer's JavaScript cannot be tested")
-        pytest.skip("node is not installed")
-    script = tmp_path / "overflow.mjs"
-    script.write_text(OVERFLOW % json.dumps(MODULE.as_uri()), encoding="utf-8")
-    result = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr[-3000:]
-    got = {row["method"]: row for row in json.loads(result.stdout)}
+    stdout = run_node(tmp_path, OVERFLOW)
+    got = {row["method"]: row for row in json.loads(stdout)}
     x = torch.tensor([1e200, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], dtype=torch.float64).view(4, 3)
     assert TF.batch_norm(x, None, None, training=True)[0, 0].item() == got["batch"]["xhat0"] == 0.0
     assert TF.rms_norm(x, (3,))[0, 0].item() == got["rms"]["xhat0"] == 0.0
