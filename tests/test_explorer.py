@@ -23,6 +23,7 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as TF
+from explorer_oracle import normalize, sizes, statistic_rows, values
 
 from helpers import ROOT, running_in_ci
 from normlib.book import explorer as X
@@ -36,54 +37,6 @@ METHODS = {"image": ("batch", "layer", "instance", "group", "rms"), "sequence": 
 
 
 # -- the oracle: torch.nn.functional in float64 ------------------------------------------------------
-def sizes(case) -> tuple[int, int, int]:
-    return (4, 1, 3) if case["layout"] == "table" else tuple(case[f"{case['layout']}_shape"])
-
-
-def values(case) -> torch.Tensor:
-    key = {"table": "table", "image": "image_x", "sequence": "sequence_x"}[case["layout"]]
-    return torch.tensor(case[key], dtype=torch.float64).reshape(sizes(case))
-
-
-def normalize(case, x3, affine: bool, rm=None, rv=None, training=None, momentum=0.0):
-    """torch's output for the case, (A, B, K) in and out."""
-    layout, method, eps = case["layout"], case["method"], case["eps"]
-    a, b, k = x3.shape
-    channels = b if layout == "image" else k
-    full = lambda shape, v: torch.full(shape, float(v), dtype=torch.float64) if affine else None  # noqa: E731
-    if method == "batch":
-        x = x3 if layout == "image" else x3.reshape(a * b, k) if layout == "table" else x3.transpose(1, 2)
-        y = TF.batch_norm(x, rm, rv, full((channels,), case["gamma"]), full((channels,), case["beta"]),
-                          training=case["training"] if training is None else training, momentum=momentum, eps=eps)
-        return y if layout == "image" else y.reshape(a, b, k) if layout == "table" else y.transpose(1, 2)
-    if method == "batch_dim0":
-        y = (x3 - x3.mean(0)) / torch.sqrt(x3.var(0, unbiased=False) + eps)
-        return y * case["gamma"] + case["beta"] if affine else y
-    if method in ("layer", "rms"):
-        shape = (b, k) if layout == "image" else (k,)
-        if method == "layer":
-            return TF.layer_norm(x3, shape, full(shape, case["gamma"]), full(shape, case["beta"]), eps)
-        return TF.rms_norm(x3, shape, full(shape, case["gamma"]), eps)
-    if method == "instance":
-        return TF.instance_norm(x3, weight=full((b,), case["gamma"]), bias=full((b,), case["beta"]), eps=eps)
-    return TF.group_norm(x3, case["groups"], full((b,), case["gamma"]), full((b,), case["beta"]), eps)
-
-
-def statistic_rows(case, x3) -> torch.Tensor:
-    """One row per statistic, in the order the explorer numbers them (1, 2, …)."""
-    layout, method = case["layout"], case["method"]
-    a, b, k = x3.shape
-    if method == "batch":
-        return x3.transpose(0, 1).reshape(b, -1) if layout == "image" else x3.reshape(-1, k).T
-    if method == "batch_dim0":
-        return x3.reshape(a, -1).T
-    if method in ("layer", "rms"):
-        return x3.reshape(a, -1) if layout == "image" else x3.reshape(-1, k)
-    if method == "instance":
-        return x3.reshape(a * b, k)
-    return x3.reshape(a * case["groups"], -1)
-
-
 def reference(case) -> dict:
     """What the explorer must show for ``case`` after ``case['train_steps']`` training steps."""
     x3 = values(case)

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as TF
+from explorer_oracle import batch_input, normalize, sizes, statistic_rows, values
 
 from normlib.book.explorer import sample_values
 from normlib.book.i18n import text
@@ -54,66 +55,17 @@ NUM = r"(NaN|−?∞|−?\d+(?:\.\d+)?(?:e−?\d+)?)"
 
 
 # -- torch's numbers for a state ---------------------------------------------------------------------
-def shape_of(st) -> tuple[int, int, int]:
-    return (4, 1, 3) if st["layout"] == "table" else tuple(st[f"{st['layout']}_shape"])
-
-
-def values_of(st) -> list[float]:
-    return st[{"table": "table", "image": "image_x", "sequence": "sequence_x"}[st["layout"]]]
-
-
-def statistic_rows(st, t: torch.Tensor) -> torch.Tensor:
-    """One row per statistic (the explorer numbers them 1, 2, … in this order) of an (A, B, K) tensor."""
-    layout, method = st["layout"], st["method"]
-    a, b, k = t.shape
-    if method == "batch":
-        return t.transpose(0, 1).reshape(b, -1) if layout == "image" else t.reshape(-1, k).T
-    if method == "batch_dim0":
-        return t.reshape(a, -1).T
-    if method in ("layer", "rms"):
-        return t.reshape(a, -1) if layout == "image" else t.reshape(-1, k)
-    if method == "instance":
-        return t.reshape(a * b, k)
-    return t.reshape(a * st["groups"], -1)
-
-
 def moved(i: int, old, new, keep: int = 0) -> int:
     """Element i of an (A, B, K) tensor in another size: the same (a, b, k), or ``keep`` if it is gone."""
     a, b, k = i // (old[1] * old[2]), i // old[2] % old[1], i % old[2]
     return (a * new[1] + b) * new[2] + k if a < new[0] and b < new[1] and k < new[2] else keep
 
 
-def batch_input(st, x3):
-    return x3 if st["layout"] == "image" else x3.reshape(4, 3) if st["layout"] == "table" else x3.transpose(1, 2)
-
-
-def normalize(st, x3, affine: bool):
-    layout, method, eps = st["layout"], st["method"], st["eps"]
-    a, b, k = x3.shape
-    full = lambda n, v: torch.full(n, float(v), dtype=torch.float64) if affine else None  # noqa: E731
-    c = (b,) if layout == "image" else (k,)
-    if method == "batch":
-        rm, rv = (torch.tensor(st[key], dtype=torch.float64) for key in ("running_mean", "running_var"))
-        y = TF.batch_norm(batch_input(st, x3), rm, rv, full(c, st["gamma"]), full(c, st["beta"]), training=st["training"], eps=eps)
-        return y.reshape(a, b, k) if layout != "sequence" else y.transpose(1, 2)
-    if method == "batch_dim0":
-        y = (x3 - x3.mean(0)) / torch.sqrt(x3.var(0, unbiased=False) + eps)
-        return y * st["gamma"] + st["beta"] if affine else y
-    if method in ("layer", "rms"):
-        n = (b, k) if layout == "image" else (k,)
-        if method == "layer":
-            return TF.layer_norm(x3, n, full(n, st["gamma"]), full(n, st["beta"]), eps)
-        return TF.rms_norm(x3, n, full(n, st["gamma"]), eps)
-    if method == "instance":
-        return TF.instance_norm(x3, weight=full(c, st["gamma"]), bias=full(c, st["beta"]), eps=eps)
-    return TF.group_norm(x3, st["groups"], full(c, st["gamma"]), full(c, st["beta"]), eps)
-
-
 def reference(st) -> dict:
     """torch's numbers for the state: per statistic mean and variance (RMSNorm: mean square), per
     element x̂, y and its statistic; error=True where torch refuses."""
-    shape = shape_of(st)
-    x3 = torch.tensor(values_of(st), dtype=torch.float64).reshape(shape)
+    shape = sizes(st)
+    x3 = values(st)
     rows_idx = statistic_rows(st, torch.arange(x3.numel()).reshape(shape))
     ids = [0] * x3.numel()
     for r, row in enumerate(rows_idx.tolist()):
@@ -125,8 +77,9 @@ def reference(st) -> dict:
            "mean": (rows.square() if rms else rows).mean(1).tolist(),
            "var": None if rms else rows.var(1, unbiased=False).tolist()}
     try:
-        out["xhat"] = normalize(st, x3, False).flatten().tolist()
-        out["y"] = normalize(st, x3, True).flatten().tolist()
+        rm, rv = (torch.tensor(st[key], dtype=torch.float64) for key in ("running_mean", "running_var"))
+        out["xhat"] = normalize(st, x3, False, rm.clone(), rv.clone()).flatten().tolist()
+        out["y"] = normalize(st, x3, True, rm.clone(), rv.clone()).flatten().tolist()
         out["error"] = False
     except (ValueError, RuntimeError):
         out["error"] = True
@@ -135,7 +88,7 @@ def reference(st) -> dict:
 
 def train_step(st) -> bool:
     """torch's BatchNorm step on the state's batch (in place), False where torch refuses it."""
-    x3 = torch.tensor(values_of(st), dtype=torch.float64).reshape(shape_of(st))
+    x3 = values(st)
     rm, rv = (torch.tensor(st[key], dtype=torch.float64) for key in ("running_mean", "running_var"))
     m = 1 / (st["steps"] + 1) if st["momentum"] is None else st["momentum"]
     try:
@@ -248,7 +201,7 @@ class Reader:
         st = self.st
         if st["method"] not in METHODS[st["layout"]]:
             st["method"] = METHODS[st["layout"]][0]
-        a, b, k = shape_of(st)
+        a, b, k = sizes(st)
         channels = b if st["layout"] == "image" else k
         if st["layout"] == "image" and b % st["groups"]:
             st["groups"] = max(d for d in range(1, b + 1) if b % d == 0 and d <= st["groups"])
@@ -286,7 +239,7 @@ class Reader:
         if v == current:
             return
         if key.startswith("size"):
-            old, shape = shape_of(st), list(shape_of(st))
+            old, shape = sizes(st), list(sizes(st))
             shape[int(key[4:])] = int(v)
             st[f"{st['layout']}_shape"] = shape
             st[f"{st['layout']}_x"] = sample_values(st["layout"], shape)
@@ -300,7 +253,7 @@ class Reader:
     def current(self, key: str):
         st = self.st
         if key.startswith("size"):
-            return shape_of(st)[int(key[4:])]
+            return sizes(st)[int(key[4:])]
         return st["table"][int(key[4:])] if key.startswith("cell") else st[key]
 
     def changed(self) -> None:
@@ -349,14 +302,14 @@ class Reader:
         if self.pending and self.pending[0] == f"cell{i}":   # a click into the box being typed in
             self.press(self.loc(f'input[data-index="{i}"]'))
             return
-        old = shape_of(self.st)
+        old = sizes(self.st)
         self.commit()
         if self.st["layout"] == "table":
             self.press(self.loc(f'input[data-index="{i}"]'))
             self.after_focus({"tag": "input", "index": i})
         else:
             self.press(self.loc(f'rect[data-index="{i}"]'))
-            i = moved(i, old, shape_of(self.st), keep=self.st["selected"])    # the cell clicked, in a new size
+            i = moved(i, old, sizes(self.st), keep=self.st["selected"])    # the cell clicked, in a new size
             if i != self.st["selected"]:
                 self.st["selected"] = i
                 self.changed()
@@ -447,7 +400,7 @@ class Reader:
     def check_numbers(self, seen: dict, what: str) -> None:
         st, lang = self.st, self.lang
         ref = reference(st)
-        w = f"after {what} ({st['layout']}/{st['method']} {shape_of(st)})"
+        w = f"after {what} ({st['layout']}/{st['method']} {sizes(st)})"
         assert seen["error"] == ref["error"], f"{w}: the page {'refuses' if seen['error'] else 'computes'}, torch does not"
         assert in_language(seen["liveText"], lang), f"{w}: live region {seen['liveText']!r}"
         if st["method"] == "batch":
@@ -508,7 +461,7 @@ class Reader:
 
     def check_formula(self, lines: list[str], ref: dict, w: str) -> None:
         st, sel = self.st, self.st["selected"]
-        _, b_, k_ = shape_of(st)
+        _, b_, k_ = sizes(st)
         c = sel // k_ % b_ if st["layout"] == "image" else sel % k_          # the channel of γ, β, running statistics
         stat = ref["ids"][sel]
         evaluating = st["method"] == "batch" and not st["training"]
@@ -550,7 +503,7 @@ def fields(st) -> list[str]:
 
 def random_action(r: Reader) -> str:
     st, rng = r.st, r.rng
-    a, b, k = shape_of(st)
+    a, b, k = sizes(st)
     options = ["type"] * 6 + ["pick"] * 2 + ["method"] + (["layout"] if len(st["layouts"]) > 1 else [])
     if st["method"] == "group":
         options.append("groups")
@@ -627,7 +580,7 @@ def keyboard_action(r: Reader) -> str:
             return f"{arrow} in {field}"
     elif a["tag"] == "rect":
         i = int(a["index"])
-        A, B, K = shape_of(st)
+        A, B, K = sizes(st)
         press = rng.choice(("ArrowRight", "ArrowLeft", "ArrowDown", "ArrowUp", "Home", "End", " ", "Enter"))
         y0 = page.evaluate("window.scrollY")
         page.keyboard.press(press)
