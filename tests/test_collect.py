@@ -593,3 +593,16 @@ def test_canvas_export_takes_canvas_numbers_from_the_roster_not_only_from_a_down
     table, notes = platform_export.grades_table(merged_course, "canvas", ASSIGNMENT, "empty", "과제 1 (318203)")
     assert table[1][:5] == ["전하린", "48211", "2024205101", "harin03", "03"]
     assert "the students of Canvas: 2 on Canvas in students.csv" in notes
+
+
+def test_the_rows_left_out_are_counted_as_students_even_when_a_note_has_commas(merged_course, capsys):
+    """The count on the console is of students left out (3 not on Moodle, 1 not graded, 1 not submitted),
+    whatever the not-graded student's note says: autograde's notes hold commas and colons."""
+    grades = (merged_course / "grades.csv").read_text(encoding="utf-8-sig")
+    (merged_course / "grades.csv").write_bytes(("\ufeff" + grades.replace(
+        "the notebook's code did not stop", "\"the notebook's code did not stop: a loop, e.g. inside except:, was killed\""
+    )).encode())
+    platform_export.write_grades(merged_course, "moodle", ASSIGNMENT)
+    out = capsys.readouterr().out
+    assert ": 2 students, for Moodle; not submitted left out (no grade); 5 rows left out:" in out
+    assert "(1): 2024104107 (the notebook's code did not stop: a loop, e.g. inside except:, was killed)\n" in out

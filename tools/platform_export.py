@@ -111,6 +111,13 @@ def who_is_on(course: Path, platform: str, assignment: str, students: dict[str, 
 def grades_table(course: Path, platform: str, assignment: str, missing: str = "empty",
                  column: str | None = None, section: str | None = None) -> tuple[list[list[str]], list[str]]:
     """(the rows of the file, header first; what was left out and other notes) for ``platform``."""
+    table, left, warnings = _grades(course, platform, assignment, missing, column, section)
+    return table, [f"left out, {why} ({len(ids)}): {', '.join(ids)}" for why, ids in left.items()] + warnings
+
+
+def _grades(course: Path, platform: str, assignment: str, missing: str, column: str | None,
+            section: str | None) -> tuple[list[list[str]], dict[str, list[str]], list[str]]:
+    """(the rows of the file, header first; the rows left out, each reason with its students; other notes)."""
     if platform not in GRADE_PLATFORMS:
         raise _problem(f"no grade format for {platform!r}", f"name one of: {', '.join(GRADE_PLATFORMS)}")
     if missing not in MISSING:
@@ -175,12 +182,12 @@ def grades_table(course: Path, platform: str, assignment: str, missing: str = "e
         warnings.append(f"the column {column!r} has no Canvas assignment number: Canvas will create a new assignment "
                         "of that name; to fill an existing one, name it as Canvas's export does: "
                         "COLUMN=\"<assignment name> (<number>)\"")
-    return table, [f"left out, {why} ({len(ids)}): {', '.join(ids)}" for why, ids in left.items()] + warnings
+    return table, left, warnings
 
 
 def write_grades(course: Path, platform: str, assignment: str, missing: str = "empty",
                  column: str | None = None, section: str | None = None) -> Path:
-    table, notes = grades_table(course, platform, assignment, missing, column, section)
+    table, left, warnings = _grades(course, platform, assignment, missing, column, section)
     counted = "0" if missing == "zero" else "empty"
     where = f"_section-{'-'.join(sorted(_sections(section)))}" if section else ""
     path = course / "export" / f"{assignment}_{platform}{where}_grades_not-submitted-{counted}.csv"
@@ -189,12 +196,14 @@ def write_grades(course: Path, platform: str, assignment: str, missing: str = "e
     csv.writer(text, lineterminator="\r\n").writerows(table)
     path.write_bytes(("\ufeff" if platform == "simple" else "").encode() + text.getvalue().encode("utf-8"))
     target = "a two-column upload (" + ",".join(table[0]) + ")" if platform == "simple" else PLATFORM_LABEL[platform]
-    left = sum(len(line.split(": ", 1)[1].split(", ")) for line in notes if line.startswith("left out, "))
+    count = sum(len(ids) for ids in left.values())
     print(f"{collect.shown(path)}: {len(table) - 1} students, for {target}; "
           + ("not submitted counted as 0" if missing == "zero" else "not submitted left out (no grade)")
-          + (f"; {left} rows left out:" if left else ""))
-    for line in notes:
-        print(f"  {'' if line.startswith('left out, ') else 'note: '}{line}")
+          + (f"; {count} rows left out:" if count else ""))
+    for why, ids in left.items():
+        print(f"  left out, {why} ({len(ids)}): {', '.join(ids)}")
+    for line in warnings:
+        print(f"  note: {line}")
     return path
 
 
