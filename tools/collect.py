@@ -224,6 +224,7 @@ class Owner:
     why: str
     prefix: str = ""
     display: str = ""
+    namesakes: tuple[str, ...] = ()     # the ids of the students of the same name, when that is why none was chosen
 
 
 def owner(fmt: _Pattern, head: str, students: list[rosters.Student]) -> Owner:
@@ -254,7 +255,7 @@ def owner(fmt: _Pattern, head: str, students: list[rosters.Student]) -> Owner:
         return Owner(by_name[0], "name on the roster", prefix, shown_as)
     if len(by_name) > 1:
         return Owner(None, f"{len(by_name)} students of students.csv are called {name} "
-                     f"({', '.join(s.id for s in by_name)})", prefix, shown_as)
+                     f"({', '.join(s.id for s in by_name)})", prefix, shown_as, tuple(s.id for s in by_name))
     return Owner(None, f"{shown_as} is not in students.csv (by {'number or ' if number else ''}name)", prefix, shown_as)
 
 
@@ -529,8 +530,8 @@ def _remember(collected: Path, assign: list[str]) -> None:
 def _remedy(who: Owner | None, head: str, students: list[rosters.Student], source: Path, assignment: str,
             course: Path) -> str:
     """What to do with a file no student of the roster was found for: the command that places it."""
-    if who is not None and who.student is None and " are called " in who.why:
-        ids = re.findall(r"[^\s(),]+(?=[,)])", who.why.split(" are called ", 1)[1])
+    if who is not None and who.student is None and who.namesakes:
+        ids = list(who.namesakes)
         ids.sort(key=lambda i: (course / "submitted" / i / assignment).is_dir())     # who has nothing there yet first
         return (f"open it to see whose it is, then place it: {command(source, assignment, course, f'{head}:{ids[0]}')}"
                 + "".join(f" (or …:{i})" for i in ids[1:]))
