@@ -24,6 +24,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from explorer_oracle import normalize, sizes, statistic_rows, values
+from playwright.sync_api import expect
 
 from helpers import ROOT, running_in_ci
 from normlib.book import explorer as X
@@ -374,6 +375,8 @@ def test_a_reader_types_into_chapter_3s_table_on_a_phone_and_gets_torchs_numbers
     explorer.scroll_into_view_if_needed()
     # one training step on the table: chapter 3's running statistics
     explorer.locator("button.nx-button").first.click()
+    # the page draws a change made by a click once the click is over (a task later): wait for it, as a reader would
+    expect(explorer.locator(".nx-running")).to_contain_text("running_mean = [0.5, 0.5, 1.8]")
     running = explorer.locator(".nx-running").inner_text()
     assert "running_mean = [0.5, 0.5, 1.8]" in running and "running_var = [1.5667, 2.1667, 19.567]" in running, running
     # the reader types 7 over sample C's feature 1 (the 6) and moves on
@@ -415,6 +418,7 @@ def test_a_reader_sets_n_c_hw_and_g_in_chapter_6_on_a_phone_and_the_group_lights
         box.fill(value)
         box.press("Enter")
     explorer.locator('select[id$="-groups"]').select_option("4")
+    expect(explorer.locator(".nx-summary")).to_contain_text("12")
     summary = explorer.locator(".nx-summary").inner_text()
     assert ("통계 12개" in summary and "원소 10개" in summary) if lang == "ko" else \
         ("12 statistics, each pooling 10 elements" in summary), summary
@@ -427,7 +431,7 @@ def test_a_reader_sets_n_c_hw_and_g_in_chapter_6_on_a_phone_and_the_group_lights
     assert lit == (grad.flatten() != 0).nonzero().flatten().tolist()
     explorer.locator(f'rect[data-index="{index}"]').click()
     page.keyboard.press("ArrowRight")                  # the keyboard moves the chosen cell
-    assert explorer.locator(f'rect[data-index="{index + 1}"]').get_attribute("aria-pressed") == "true"
+    expect(explorer.locator(f'rect[data-index="{index + 1}"]')).to_have_attribute("aria-pressed", "true")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page is wider than the phone"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     explorer.screenshot(path=str(ARTIFACTS / f"{lang}_06_groups_phone.png"))
