@@ -21,12 +21,12 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 ## Build the HTML book (from the committed, executed notebooks) and say where to open it: one book per
-## language (tools/website.py: _build/html/ko/, _build/html/en/, a landing page _build/html/index.html).
+## language (book/site/website.py: _build/html/ko/, _build/html/en/, a landing page _build/html/index.html).
 ## The build itself vendors MathJax, RequireJS, the widget manager and the Korean web font
-## (tools/vendor_assets.py, a Sphinx extension of the book: npm ci when needed), so the book
+## (book/site/vendor_assets.py, a Sphinx extension of the book: npm ci when needed), so the book
 ## loads nothing from other hosts.
 book: $(STAMP)
-	$(PY) -m tools.website
+	$(PY) -m book.site.website
 	@echo ""
 	@echo "The book is built. Open $(abspath $(BOOK)) in a browser,"
 	@echo "or run 'make serve' and visit http://127.0.0.1:8000/"
@@ -38,7 +38,7 @@ book: $(STAMP)
 
 ## Only vendor the book's browser assets (npm ci when needed, copy into book_assets/) and print their sizes.
 assets: $(STAMP)
-	$(PY) tools/vendor_assets.py
+	$(PY) -m book.site.vendor_assets
 
 ## Every test: pytest on tests/ (the book build with -W included), normlib's doctests,
 ## and nbval on every chapter notebook in a fresh kernel. Two pytest-xdist workers (WORKERS=N for
@@ -56,40 +56,40 @@ test-fast: $(STAMP)
 	$(PY) -m pytest tests normlib --doctest-modules -m "not slow" -n $(WORKERS) --dist worksteal
 
 ## Lint the Python sources with ruff (pinned in requirements.txt, configured in pyproject.toml);
-## `make lint FIX=1` applies ruff's safe fixes. tests/test_lint.py runs the same check in make test.
+## `make lint FIX=1` applies ruff's safe fixes. tests/repository/test_lint.py runs the same check in make test.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . $(if $(FIX),--fix,)
 
-## Open copies of the chapters in JupyterLab, without nbgrader's teacher tools (tools/lab.py): lab/ (git-ignored)
+## Open copies of the chapters in JupyterLab, without nbgrader's teacher tools (book/tools/lab.py): lab/ (git-ignored)
 ## gets the chapters it lacks and keeps the reader's edited ones, so running never changes chapters/.
 ## FRESH=1 copies every chapter afresh, keeping the reader's copies in lab/backup/<time>/.
 lab: $(STAMP)
-	$(PY) -m tools.lab reader $(if $(FRESH),--fresh,)
+	$(PY) -m book.tools.lab reader $(if $(FRESH),--fresh,)
 
 ## A student's working copy of an assignment (the student version: no solutions, no hidden tests), written to
-## lab/assignments/<assignment>/ for make lab; a copy already there is the student's work and is kept (tools/student.py).
+## lab/assignments/<assignment>/ for make lab; a copy already there is the student's work and is kept (classroom/tools/student.py).
 student: $(STAMP)
-	@test -n "$(A)" || { $(PY) -m tools.student; exit 2; }
-	$(PY) -m tools.student $(A)
+	@test -n "$(A)" || { $(PY) -m classroom.tools.student; exit 2; }
+	$(PY) -m classroom.tools.student $(A)
 
-## Open the course folder assignments/ in JupyterLab with nbgrader's tools (Formgrader, Create Assignment).
+## Open the course folder classroom/course/ in JupyterLab with nbgrader's tools (Formgrader, Create Assignment).
 lab-teacher: $(STAMP)
-	$(PY) -m tools.lab teacher
+	$(PY) -m book.tools.lab teacher
 
 ## Regenerate the ko/en notebook pairs from chapters/src/*.md and execute them (CH=03_batchnorm for one).
 chapters: $(STAMP)
-	$(PY) -m tools.build_chapters $(CH)
-	$(PY) tools/execute_notebooks.py $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
+	$(PY) -m book.tools.build_chapters $(CH)
+	$(PY) -m book.tools.execute_notebooks $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
 
 ## Re-execute every chapter notebook in place, storing outputs.
 notebooks: $(STAMP)
-	$(PY) tools/execute_notebooks.py
+	$(PY) -m book.tools.execute_notebooks
 
 ## Re-execute every chapter (or CH=01_why_normalize) under other numerics (another thread count,
 ## ATen's non-vectorised kernels, narrow-vector matrix products) and compare what nbval compares:
 ## an output that changes here changes on another CPU (make test's nbval runs each chapter so in one language).
 perturbed: $(STAMP)
-	$(PY) tools/perturbed_numerics.py $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
+	$(PY) -m book.tools.perturbed_numerics $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
 
 ## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in (2-5 minutes);
 ## writes benchmarks/results/normalization.{md,json,png} and roofline.png.
@@ -130,69 +130,69 @@ bench-lr-sweep: $(STAMP)
 
 ## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
 ## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing
-## (tools/repository.py). CHECK=1 changes nothing and fails naming every notebook that differs.
+## (book/tools/repository.py). CHECK=1 changes nothing and fails naming every notebook that differs.
 repository: $(STAMP)
-	$(PY) -m tools.repository $(if $(CHECK),--check)
+	$(PY) -m book.tools.repository $(if $(CHECK),--check)
 
-## Regenerate the Korean and English nbgrader source notebooks from assignments/src/*.md (A=01_layernorm for one).
+## Regenerate the Korean and English nbgrader source notebooks from classroom/course/src/*.md (A=01_layernorm for one).
 assignments: $(STAMP)
-	$(PY) -m tools.build_assignments $(A)
+	$(PY) -m classroom.tools.build_assignments $(A)
 
 # The classroom (CONTRIBUTING.md, "The classroom inside"): nbgrader runs inside the course folder COURSE. Name
 # assignments with ASSIGNMENTS="02_batchnorm_ko 04_axes_groupnorm_ko" (default: all of source/).
 COURSE      ?= assignments
 ASSIGNMENTS ?=
-CLASSROOM   := $(PY) tools/classroom.py
+CLASSROOM   := $(PY) classroom/tools/classroom.py
 
-## Write the student versions into assignments/release/ (nbgrader generate_assignment: solutions and
+## Write the student versions into classroom/course/release/ (nbgrader generate_assignment: solutions and
 ## hidden tests stripped), then nbgrader validate: each source must score full marks, each release zero.
 assignments-release: $(STAMP)
 	$(CLASSROOM) release --course $(COURSE) $(ASSIGNMENTS)
 
-## Autograde assignments/submitted/<student>/<assignment>/ (nbgrader autograde; TIMEOUT=seconds per
+## Autograde classroom/course/submitted/<student>/<assignment>/ (nbgrader autograde; TIMEOUT=seconds per
 ## cell overrides nbgrader_config.py, FORCE=1 regrades) and write the assignments graded (those with
-## submissions, or ASSIGNMENTS) to assignments/grades.csv: one row per student, graded / not submitted /
+## submissions, or ASSIGNMENTS) to classroom/course/grades.csv: one row per student, graded / not submitted /
 ## not graded, UTF-8 with a byte order mark for Excel. Whatever is in the wrong place is named with what
 ## to do (exit status 1); everyone else is graded.
 autograde: $(STAMP)
 	$(CLASSROOM) autograde --course $(COURSE) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(FORCE),--force) $(ASSIGNMENTS)
 
-## One feedback page per student and notebook: assignments/feedback/<student>/<assignment>/*.html.
+## One feedback page per student and notebook: classroom/course/feedback/<student>/<assignment>/*.html.
 feedback: $(STAMP)
 	$(CLASSROOM) feedback --course $(COURSE) $(if $(FORCE),--force) $(ASSIGNMENTS)
 
 ## File a learning platform's bulk download of submissions (Moodle, Canvas, Google Classroom, or a folder of
-## <id>.ipynb) at assignments/submitted/<student id>/<assignment>/ (tools/collect.py): make collect
-## ZIP=<download.zip> ASSIGNMENT=01_layernorm_ko. What it cannot place is kept in assignments/collected/ and named;
+## <id>.ipynb) at classroom/course/submitted/<student id>/<assignment>/ (classroom/tools/collect.py): make collect
+## ZIP=<download.zip> ASSIGNMENT=01_layernorm_ko. What it cannot place is kept in classroom/course/collected/ and named;
 ## ASSIGN="<file>:<student id>" (several: separated by ;) places such a file. A file older than the one there is
 ## kept aside, not put in place (FORCE=1 puts it in place).
 collect: $(STAMP)
 	@test -n "$(ZIP)" -a -n "$(ASSIGNMENT)" || { echo "make collect needs ZIP=<the platform's download> ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
-	$(PY) -m tools.collect "$(ZIP)" $(ASSIGNMENT) --course $(COURSE) $(if $(ASSIGN),--assign "$(ASSIGN)") $(if $(FORCE),--force)
+	$(PY) -m classroom.tools.collect "$(ZIP)" $(ASSIGNMENT) --course $(COURSE) $(if $(ASSIGN),--assign "$(ASSIGN)") $(if $(FORCE),--force)
 
-## Write assignments/students.csv from the platform's class list as exported (CSV in UTF-8, UTF-16 or CP949;
-## Korean or English headers): make roster FILE=<export.csv> (tools/roster.py). ADD=1 merges it by id into the
+## Write classroom/course/students.csv from the platform's class list as exported (CSV in UTF-8, UTF-16 or CP949;
+## Korean or English headers): make roster FILE=<export.csv> (classroom/tools/roster.py). ADD=1 merges it by id into the
 ## list there (a course on several platforms, or a university list and a platform's); without ADD, a different
 ## list there is kept as students.<time>.csv before it is replaced. PLATFORM=moodle|canvas|list when the headers
 ## do not say it.
 roster: $(STAMP)
 	@test -n "$(FILE)" || { echo "make roster needs FILE=<the platform's class list, exported as CSV>"; exit 2; }
-	$(PY) -m tools.roster "$(FILE)" --course $(COURSE) $(if $(ADD),--add) $(if $(PLATFORM),--platform $(PLATFORM))
+	$(PY) -m classroom.tools.roster "$(FILE)" --course $(COURSE) $(if $(ADD),--add) $(if $(PLATFORM),--platform $(PLATFORM))
 
 ## The grades of one assignment as the platform imports them: make grades-export PLATFORM=moodle|canvas|simple
 ## ASSIGNMENT=01_layernorm_ko [MISSING=zero] [COLUMN="Assignment 1 (12345)"] [SECTION=01,02]; writes
-## assignments/export/: only the students of that platform (or sections); the not graded are left out, and the not
+## classroom/course/export/: only the students of that platform (or sections); the not graded are left out, and the not
 ## submitted unless MISSING=zero (an empty cell would clear a grade typed in the platform), each named.
 grades-export: $(STAMP)
 	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make grades-export needs PLATFORM=moodle|canvas|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
-	$(PY) -m tools.platform_export grades $(PLATFORM) $(ASSIGNMENT) --course $(COURSE) $(if $(MISSING),--missing $(MISSING)) $(if $(COLUMN),--column "$(COLUMN)") $(if $(SECTION),--section "$(SECTION)")
+	$(PY) -m classroom.tools.platform_export grades $(PLATFORM) $(ASSIGNMENT) --course $(COURSE) $(if $(MISSING),--missing $(MISSING)) $(if $(COLUMN),--column "$(COLUMN)") $(if $(SECTION),--section "$(SECTION)")
 
 ## The feedback pages of one assignment in one zip, each named with the student's file prefix from the platform's
 ## download (Moodle, Canvas's re-upload): make feedback-export PLATFORM=moodle|canvas|google|simple ASSIGNMENT=...
 ## Names who is left out, and who handed something in but has no page (not graded).
 feedback-export: $(STAMP)
 	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make feedback-export needs PLATFORM=moodle|canvas|google|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
-	$(PY) -m tools.platform_export feedback $(PLATFORM) $(ASSIGNMENT) --course $(COURSE)
+	$(PY) -m classroom.tools.platform_export feedback $(PLATFORM) $(ASSIGNMENT) --course $(COURSE)
 
 serve: $(BOOK)
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000

@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from normlib import bench
-from normlib.bench.report import save_results, shape_label
+import normlib_benchmarks as bench
+from normlib_benchmarks.report import save_results, shape_label
 
 SIZES = [(8192, 1024), (8192, 4096)]     # transformer activations: 8192 tokens of width D
 PAIRS = [("dyt", "readable"), ("dyt", "compiled"),

@@ -2,7 +2,7 @@
 
     make bench-dyt-seeds     # or: .venv/bin/python benchmarks/dyt_seeds.py [--seeds 20]   (1 thread, float64)
 
-The runs themselves are in ``normlib.book.dyt_seeds`` (which chapter 11 also uses where these results
+The runs themselves are in ``normlib_book.dyt_seeds`` (which chapter 11 also uses where these results
 are missing). For every seed, chapter 11's reversal model (6 pre-norm blocks, width 32, 2 heads) is trained for
 100 steps with Adam three times, with the seed fixing the initial values and the batches:
 LayerNorm at learning rate 1e-2, DyT at 1e-2 (every LayerNorm replaced one for one), and DyT at a
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import torch
 
-from normlib.bench import machine_info
-from normlib.bench.report import save_results
-from normlib.book.dyt_seeds import RUNS, lm_sweep, sweep
+from normlib_benchmarks import machine_info
+from normlib_benchmarks.report import save_results
+from normlib_book.dyt_seeds import RUNS, lm_sweep, sweep
 
 OUT = Path(__file__).resolve().parent / "results"
 

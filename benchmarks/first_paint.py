@@ -5,10 +5,10 @@
 One load of a page says little about its first paint on a shared 2-core machine (±200 ms from run
 to run). Here each chapter page of both sites is loaded ``--rounds`` times, before and after in
 alternation (so that whatever else the machine does falls on both), each load a first visit in a
-fresh browser context (tools/page_weight.measure: empty cache, served from 127.0.0.1). The table
+fresh browser context (benchmarks/tools/page_weight.measure: empty cache, served from 127.0.0.1). The table
 gives each page's median of each site and their ratio, and the median ratio over the pages; it is
 written to benchmarks/results/first_paint.md. Build the "before" site from an earlier commit
-(``git worktree add /tmp/before <commit>``, then ``python -m tools.website --out DIR`` there).
+(``git worktree add /tmp/before <commit>``, then ``python -m book.site.website --out DIR`` there).
 It times localhost, not a reader's network: it says whether the page waits longer for its own
 work (scripts, fonts, styles) before it paints, and nothing more.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.local_site import launch_chromium, serve  # noqa: E402
-from tools.page_weight import measure, site_pages  # noqa: E402
+from benchmarks.tools.page_weight import measure, site_pages  # noqa: E402
+from book.site.local_site import launch_chromium, serve  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "first_paint.md"
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for site in (args.before, args.after):
         if not (site / "index.html").exists():
-            parser.error(f"{site}: not a built site (no index.html); build one with python -m tools.website --out DIR")
+            parser.error(f"{site}: not a built site (no index.html); build one with python -m book.site.website --out DIR")
     pages = [p for p in site_pages(args.after) if "/chapters/" in p and p.rsplit("/", 1)[1][:2].isdigit()]
     from playwright.sync_api import sync_playwright
 

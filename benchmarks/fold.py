@@ -28,9 +28,9 @@ import torch
 from torch import nn
 
 import normlib
-from normlib.bench import machine_info
-from normlib.bench.machine import load_average
-from normlib.bench.report import save_results
+from normlib_benchmarks import machine_info
+from normlib_benchmarks.machine import load_average
+from normlib_benchmarks.report import save_results
 
 OUT = Path(__file__).resolve().parent / "results"
 

@@ -36,10 +36,10 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
-from normlib import bench
-from normlib.bench import machine_info
-from normlib.bench.machine import load_average
-from normlib.bench.report import save_results
+import normlib_benchmarks as bench
+from normlib_benchmarks import machine_info
+from normlib_benchmarks.machine import load_average
+from normlib_benchmarks.report import save_results
 
 OUT = Path(__file__).resolve().parent / "results"
 SHAPE = (32, 64, 112, 112)

@@ -42,8 +42,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from normlib.bench import machine_info
-from normlib.bench.report import save_results
+from normlib_benchmarks import machine_info
+from normlib_benchmarks.report import save_results
 
 OUT = Path(__file__).resolve().parent / "results"
 RATES = (0.03, 0.1, 0.3, 1.0)

@@ -6,7 +6,7 @@ For each op, size and mode (forward, forward+backward), float32 on the CPU: norm
 version, the hand-derived backward, the readable version under torch.compile, and torch's
 built-in, timed in turn (median of repeated calls after warm-up), with the peak memory of a
 call, the bytes saved for backward and the effective GB/s as a share of this machine's copy
-bandwidth. normlib/bench/ does the measuring and explains every number; this script picks
+bandwidth. benchmarks/normlib_benchmarks/ does the measuring and explains every number; this script picks
 the sizes and writes, to benchmarks/results/:
 
     normalization.md    the table (ratios to torch), the run's conditions and the three targets
@@ -35,8 +35,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from normlib import bench  # noqa: E402
-from normlib.bench.report import largest_shapes, save_results, shape_label  # noqa: E402
+import normlib_benchmarks as bench  # noqa: E402
+from normlib_benchmarks.report import largest_shapes, save_results, shape_label  # noqa: E402
 
 # Transformer activations: (tokens, D), 8192 tokens (e.g. a batch of 8 sequences of 1024).
 TRANSFORMER = [(8192, d) for d in (768, 1024, 2048, 4096)]
@@ -87,7 +87,7 @@ def report(res: bench.Results) -> str:
         "",
         f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), torch {m['torch']} with {m['threads']} threads, "
         f"Python {m['python']}, float32. Written by `make bench` (benchmarks/normalization.py); "
-        "normlib/bench/ says what each column measures.",
+        "benchmarks/normlib_benchmarks/ says what each column measures.",
         "",
         *conditions_lines(res),
         "",

@@ -2,7 +2,7 @@
 
     make bench-placement    # or: .venv/bin/python benchmarks/placement.py [--seeds N]
 
-Chapter 10 trains its tiny transformer (normlib.book.transformer: width 32, 2 heads, the
+Chapter 10 trains its tiny transformer (normlib_book.transformer: width 32, 2 heads, the
 reversal task with a vocabulary of 8 and sequences of 8) for 90 steps. One training run takes a
 few seconds, so the sweep over seeds lives here and the chapter reads its committed results.
 Every run of seed s starts from ``torch.manual_seed(s)`` and sees the batches of ``train(...,
@@ -48,8 +48,8 @@ from pathlib import Path
 import torch
 
 import normlib
-from normlib.bench import machine_info
-from normlib.book.transformer import TinyTransformer, largest_logit, reversal_batch, train
+from normlib_benchmarks import machine_info
+from normlib_book.transformer import TinyTransformer, largest_logit, reversal_batch, train
 
 OUT = Path(__file__).resolve().parent / "results"
 V, LENGTH, WIDTH, HEADS = 8, 8, 32, 2

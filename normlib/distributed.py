@@ -33,7 +33,7 @@ Every process of the group must call the layer the same number of times in the s
 and run its backward (a process whose loss does not use the output would leave the others
 waiting for its ``all_reduce``). ``torch.nn.SyncBatchNorm`` needs a GPU (on CPU tensors it
 raises); this one runs wherever ``torch.distributed`` does, e.g. the ``gloo`` backend on a
-laptop's CPU. :func:`normlib.book.launch.launch` starts such processes, from a script or a notebook.
+laptop's CPU. :func:`normlib_book.launch.launch` starts such processes, from a script or a notebook.
 """
 
 from __future__ import annotations

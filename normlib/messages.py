@@ -3,7 +3,7 @@
 Every error normlib raises starts with torch's own words for that error, in English (torch's tests,
 and code written against torch, look for them), and goes on with normlib's explanation of what was
 expected and what was received, in the selected language. ``import normlib`` speaks English, as
-libraries do; a Korean chapter calls ``normlib.set_language("ko")`` (``normlib.book.start`` does).
+libraries do; a Korean chapter calls ``normlib.set_language("ko")`` (``normlib_book.start`` does).
 
 >>> say(en="expected", ko="기대했습니다")
 'expected'

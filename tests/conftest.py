@@ -2,7 +2,7 @@
 
 Plain helpers shared by several modules (the tolerances of "equal to torch", ROOT, the table of
 contents, has_hangul, text_outputs, ...) are in helpers.py: test modules import from there,
-never from one another, nor from this file (tests/test_test_modules.py checks it).
+never from one another, nor from this file (tests/repository/test_test_modules.py checks it).
 
 Test groups
 -----------
@@ -79,36 +79,29 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # --- Test groups ----------------------------------------------------------------------------------
 
-MODULE_MARKERS = {
-    "test_book": ("book",),
-    "test_site": ("book",),
-    "test_offline_book": ("book",),
-    "test_browser": ("browser",),
-    "test_search": ("browser",),
-    "test_accessibility": ("browser",),
-    "test_print": ("browser",),
-    "test_explorer_lab": ("browser",),
-    "test_assignments": ("classroom",),
-    "test_classroom_shell": ("classroom",),
-    "test_grading_execute": ("classroom",),
-    "test_checker_output": ("classroom",),
-    "test_distributed": ("distributed",),
-    "test_perturbed_numerics": ("notebooks",),
-}
+# The product a test belongs to is its folder (tests/library, tests/book, tests/classroom,
+# tests/benchmarks, tests/repository); nbval's notebook items belong to the book, normlib's doctests
+# to the library. What a test needs beyond Python (a built site, a browser, nbgrader, processes)
+# it declares itself: `pytestmark = pytest.mark.nbgrader` in its module, or the fixture it takes.
+PRODUCTS = ("library", "book", "classroom", "benchmarks", "repository")
 # A test in one of these groups is also "slow": not part of `make test-fast`.
-HEAVY = {"notebooks", "book", "browser", "classroom", "distributed"}
+HEAVY = {"notebooks", "site", "browser", "nbgrader", "distributed"}
 
 
 def groups_of(item) -> tuple[str, ...]:
-    """The markers ``item`` gets from where it lives: its test module, or nbval's notebooks."""
-    path = Path(str(item.path))
+    """The markers ``item`` gets from where it lives: its product's folder, or nbval's notebooks."""
+    path = Path(str(item.path)).resolve()
     if path.suffix == ".ipynb":      # nbval: a cell of a notebook re-executed in a fresh kernel
-        return ("notebooks",)
-    return MODULE_MARKERS.get(path.stem, ())
+        return ("book", "notebooks")
+    try:
+        folder = path.relative_to(ROOT / "tests").parts[0]
+    except ValueError:               # a doctest of the library (normlib/...)
+        return ("library",) if path.is_relative_to(ROOT / "normlib") else ()
+    return (folder,) if folder in PRODUCTS else ()
 
 
 # A test that takes one of these fixtures is in that group wherever it lives.
-FIXTURE_MARKERS = {"built_site": "book", "offline_site": "book", "browser": "browser"}
+FIXTURE_MARKERS = {"built_site": "site", "offline_site": "site", "browser": "browser"}
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -189,14 +182,14 @@ def shared_folder(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-# --- The HTML site (tests/test_book.py, test_offline_book.py, test_browser.py, test_search.py, ...) ---
+# --- The HTML site (tests/book/test_book.py, test_offline_book.py, test_browser.py, test_search.py, ...) ---
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
-    """The site built once per run as `make book` builds it (tools/website.py: one book per
+    """The site built once per run as `make book` builds it (book/site/website.py: one book per
     language with -W, index.html, ko/, en/), into a temporary folder all workers share.
 
-    The builds vendor the browser assets themselves (tools/vendor_assets.py is a Sphinx extension
+    The builds vendor the browser assets themselves (book/site/vendor_assets.py is a Sphinx extension
     of the book: npm ci when node_modules is missing or stale, then the copy into book_assets/)."""
     from filelock import FileLock
 
@@ -206,7 +199,7 @@ def built_site(tmp_path_factory) -> Path:
     with FileLock(tmp / ".lock"):      # pytest-xdist: the first worker builds, the other waits and reads
         if not failed.exists() and not (tmp / "BUILT").exists():
             result = subprocess.run(
-                [sys.executable, "-m", "tools.website", "--out", str(out), "--work", str(work)],
+                [sys.executable, "-m", "book.site.website", "--out", str(out), "--work", str(work)],
                 cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
             )
             if result.returncode != 0:
@@ -214,7 +207,7 @@ def built_site(tmp_path_factory) -> Path:
             else:
                 (tmp / "BUILT").touch()
     if failed.exists():
-        pytest.fail("make book's build (tools/website.py, -W) failed:\n" + failed.read_text(encoding="utf-8"))
+        pytest.fail("make book's build (book/site/website.py, -W) failed:\n" + failed.read_text(encoding="utf-8"))
     return out
 
 
@@ -236,7 +229,7 @@ def offline_site(built_site) -> Path:
 @pytest.fixture(scope="session")
 def book_url(offline_site):
     """The built book over HTTP on 127.0.0.1, a free port, for the whole session."""
-    from tools.local_site import serve
+    from book.site.local_site import serve
 
     with serve(offline_site) as url:
         yield url

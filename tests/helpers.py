@@ -109,9 +109,9 @@ def assert_close_elementwise(ours: torch.Tensor, ref: torch.Tensor, allowance, w
 
 def site_pages() -> list[str]:
     """Every page of the site as ``<lang>/<docname>`` (``ko/chapters/ko/06_family``): each
-    language's book (tools/website.py, from _config.yml's languages and _toc.yml), root first, in
+    language's book (book/site/website.py, from _config.yml's languages and _toc.yml), root first, in
     the order of its table of contents. The HTML file is ``<site>/<lang>/<docname>.html``."""
-    from tools.website import CONFIG, TOC, language_toc, languages, load, toc_files
+    from book.site.website import CONFIG, TOC, language_toc, languages, load, toc_files
 
     config, toc = load(CONFIG), load(TOC)
     langs = languages(config)
@@ -124,7 +124,7 @@ def running_in_ci() -> bool:
 
 # --- Text of the chapters ------------------------------------------------------------------------
 
-from tools.local_site import CHROMIUM, launch_chromium  # noqa: E402  (one launcher for tests and tools)
+from book.site.local_site import CHROMIUM, launch_chromium  # noqa: E402  (one launcher for tests and tools)
 
 
 def unavailable(msg: str, what: str = "the browser tests must run"):
@@ -139,7 +139,7 @@ AXE_ARTIFACTS = ROOT / "test-artifacts" / "accessibility"
 
 def axe_missing() -> None:
     """Skip (fail under CI=true) when axe-core is not in node_modules."""
-    from tools.axe_audit import AXE
+    from book.site.axe_audit import AXE
 
     if not AXE.exists():
         unavailable(f"{AXE.relative_to(ROOT)} not found: run npm ci (axe-core is a devDependency)",
@@ -148,11 +148,11 @@ def axe_missing() -> None:
 
 def check_axe(page_path: str, found: dict[str, list[dict]]) -> None:
     """Save one page's axe violations (all impacts) to test-artifacts/accessibility/ and fail on any
-    critical or serious one, in either colour mode (tools/axe_audit.audit's {"light": …, "dark": …})."""
+    critical or serious one, in either colour mode (book/site/axe_audit.audit's {"light": …, "dark": …})."""
     import json
     from urllib.parse import unquote
 
-    from tools.axe_audit import blocking, describe
+    from book.site.axe_audit import blocking, describe
 
     AXE_ARTIFACTS.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[/?=%]+", "_", page_path.replace(".html", ""))
@@ -243,7 +243,7 @@ PHONE = {"width": 390, "height": 844}
 # nothing (width > 0). Then each box of the chapter (article) that scrolls sideways right now:
 # reached by keyboard (its own tab stop, or one inside it, such as MathJax's), named for a screen
 # reader (aria-label, or the equation it holds), and showing it scrolls (the fade or shadow that
-# tools/offline_book/narrow-screens.css draws where scroll-boxes.js marks data-scrolls).
+# book/site/offline_book/narrow-screens.css draws where scroll-boxes.js marks data-scrolls).
 BEYOND_THE_SCREEN = """() => {
   const width = document.documentElement.clientWidth;
   const scrolls = e => { const o = getComputedStyle(e).overflowX;
@@ -275,7 +275,7 @@ BEYOND_THE_SCREEN = """() => {
 }"""
 
 
-# Settled at the new width: tools/offline_book/scroll-boxes.js has marked the boxes at that width (it
+# Settled at the new width: book/site/offline_book/scroll-boxes.js has marked the boxes at that width (it
 # says so on <html data-scroll-boxes>; a page without it, the landing page, has none to mark) and
 # the theme's sidebars have slid out of the screen (CSS transitions).
 SETTLED = """(width) => (document.documentElement.dataset.scrollBoxes === String(width) ||
@@ -776,11 +776,11 @@ class Visit:
     facts: dict = field(default_factory=dict)             # what the page reported after loading
     english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
     axe: dict | None = None                               # axe-core's violations, light and dark (None: no axe)
-    weight: object = None                                 # tools.page_weight.Weight of this first load
+    weight: object = None                                 # benchmarks.tools.page_weight.Weight of this first load
     phone: dict = field(default_factory=dict)             # the page resized to a phone's (helpers.on_a_phone)
 
 
-# What the page shows once settled (tools.axe_audit.READY: math typeset, widgets drawn, fonts loaded).
+# What the page shows once settled (book.site.axe_audit.READY: math typeset, widgets drawn, fonts loaded).
 MEASURE = """() => {
   const rawTex = Array.from(document.querySelectorAll('.math'))
     .filter(e => !e.querySelector('mjx-container') && /\\\\[(\\[]|\\$\\$|\\\\begin\\{/.test(e.textContent))
@@ -833,14 +833,14 @@ def screenshot_name(docname: str) -> str:
 def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
     """Load ``<book_url>/<docname>.html`` once, as a reader's first visit (a fresh browser context:
     nothing cached), and record everything the browser tests check of it, in this order: what it
-    requests and weighs (tools.page_weight), its errors, math, widgets, interface words and fonts,
+    requests and weighs (benchmarks.tools.page_weight), its errors, math, widgets, interface words and fonts,
     a screenshot of its first screen, axe-core's audit in light and dark mode, and the page on a
     phone (last: it turns the page's transitions off)."""
     from urllib.parse import urlsplit
 
-    from tools.axe_audit import AXE, READY, audit_loaded
-    from tools.local_site import isolated_context
-    from tools.page_weight import SETTLE, Weight, add_responses
+    from benchmarks.tools.page_weight import SETTLE, Weight, add_responses
+    from book.site.axe_audit import AXE, READY, audit_loaded
+    from book.site.local_site import isolated_context
 
     v = Visit(docname)
     host = urlsplit(book_url).netloc
@@ -891,20 +891,20 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
 # --- Two workers (conftest.py: make test's scheduler and order) ------------------------------------
 
 # The units that take longest, first (measured on 2 cores); then the other slow tests and the fast
-# ones, each in the order collected (tests/test_test_modules.py checks that each names a real file).
+# ones, each in the order collected (tests/repository/test_test_modules.py checks that each names a real file).
 UNITS_FIRST = (
-    "tests/test_assignments.py",     # release, validate and autograde a class, a late zip, Canvas (≈ 3 min)
-    "tests/test_feedback.py",        # a second class graded, its feedback pages in Chromium
+    "tests/classroom/test_assignments.py",     # release, validate and autograde a class, a late zip, Canvas (≈ 3 min)
+    "tests/classroom/test_feedback.py",        # a second class graded, its feedback pages in Chromium
     "chapters/en/10_placement.ipynb", "chapters/ko/10_placement.ipynb",   # English 10 runs perturbed: longer
     "chapters/ko/11_without_norm.ipynb", "chapters/ko/01_why_normalize.ipynb", "chapters/ko/09_distributed.ipynb",
-    "tests/test_distributed.py",
-    "tests/test_page_weight.py", "tests/test_search.py", "tests/test_print.py",
+    "tests/library/test_distributed.py",
+    "tests/benchmarks/test_page_weight.py", "tests/book/test_search.py", "tests/book/test_print.py",
     "chapters/en/11_without_norm.ipynb",
-    "tests/test_explorer.py", "tests/test_classroom_shell.py", "tests/test_explorer_lab.py",
+    "tests/book/test_explorer.py", "tests/classroom/test_classroom_shell.py", "tests/book/test_explorer_lab.py",
 )
 # The tests of one page of the site (parametrized by it: docname, page) share that page's one load
 # (visit): test_browser.py's checks and axe audit, test_page_weight.py's weights.
-PAGE_TESTS = {"tests/test_browser.py", "tests/test_page_weight.py"}
+PAGE_TESTS = {"tests/book/test_browser.py", "tests/benchmarks/test_page_weight.py"}
 
 
 def unit_of(nodeid: str) -> str:
@@ -922,11 +922,11 @@ def unit_of(nodeid: str) -> str:
 @functools.cache
 def _site_pages() -> set[str]:
     """The books' pages, their search and index pages, and the landing page."""
-    from tools.page_weight import site_pages
+    from benchmarks.tools.page_weight import site_pages
     return set(site_pages())
 
 
-# --- Perturbed numerics (tools/perturbed_numerics.py; conftest.py's PerturbedKernels) ----------------
+# --- Perturbed numerics (book/tools/perturbed_numerics.py; conftest.py's PerturbedKernels) ----------------
 
 def perturbed_chapters(root: Path = ROOT) -> list[Path]:
     """The chapter notebooks that nbval runs under perturbed numerics: each chapter in one language,
@@ -940,7 +940,7 @@ def perturbed_chapters(root: Path = ROOT) -> list[Path]:
 class PerturbedKernels:
     """A pytest plugin (conftest.py registers it when nbval runs). nbval starts the kernel of each
     of ``notebooks`` (make test: perturbed_chapters, each chapter in one language) under
-    tools/perturbed_numerics.py's kernel_environment: ATen's non-vectorised kernels, narrow-vector
+    book/tools/perturbed_numerics.py's kernel_environment: ATen's non-vectorised kernels, narrow-vector
     matrix products, another thread count. Its stored outputs are then compared as on another
     machine, in the run that checks them anyway; the chapter's other language runs as on this one.
     (nbval starts a notebook's kernel in the set-up of its first cell, in this process, and the
@@ -949,7 +949,7 @@ class PerturbedKernels:
     under the perturbation, with the same grades.)"""
 
     def __init__(self, folder: Path, notebooks: list[Path]):
-        from tools.perturbed_numerics import kernel_environment, perturbed_threads
+        from book.tools.perturbed_numerics import kernel_environment, perturbed_threads
 
         self.paths = {Path(p).resolve() for p in notebooks}
         threads = perturbed_threads(torch.get_num_threads())
@@ -981,7 +981,7 @@ class PerturbedKernels:
                 "perturbed numerics",
                 f"This notebook ran under {self.settings}: an output that differs "
                 "here but not in the chapter's other language would differ on another machine. Print only "
-                "what is stable (float64, a bound such as normlib.book.examples.within, an asserted claim) or "
+                "what is stable (float64, a bound such as normlib_book.examples.within, an asserted claim) or "
                 "tag the raw print nbval-ignore-output. `make perturbed CH=<chapter>` re-runs it alone."))
         return report
 
@@ -1044,7 +1044,7 @@ def get(url: str) -> tuple[int, str]:
 
 
 class Lab:
-    """``python -m tools.lab ROLE`` (what make lab / make lab-teacher run) on a free port of
+    """``python -m book.tools.lab ROLE`` (what make lab / make lab-teacher run) on a free port of
     127.0.0.1 with no token, its HOME and runtime files in ``tmp``, its log in ``tmp/ROLE.log``;
     ``extra`` are more JupyterLab options (``--notebook-dir=…``). Waits until /api answers."""
 
@@ -1053,7 +1053,7 @@ class Lab:
 
         self.port = free_port()
         self.log = tmp / f"{role}.log"
-        args = [sys.executable, "-m", "tools.lab", role, "--no-browser", f"--port={self.port}",
+        args = [sys.executable, "-m", "book.tools.lab", role, "--no-browser", f"--port={self.port}",
                 "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.ip=127.0.0.1", *extra]
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), HOME=str(tmp))
         self.process = subprocess.Popen(args, cwd=ROOT, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
