@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
+.PHONY: help book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
 	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export \
 	student
 
@@ -18,6 +18,19 @@ $(STAMP): requirements.txt pyproject.toml
 	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
+# `make` alone prints the list of targets below (make help); `make venv` only creates the environment.
+.DEFAULT_GOAL := help
+
+## Print every target with its ## comment: this list (`make` alone prints it too). It is read from the
+## Makefile's own ## lines, so a target documented here is documented there.
+help:
+	@awk '/^## /{c = c (c ? "\n" : "") substr($$0, 4); next} /^$$/{c = ""; next} \
+	     /^[a-z][a-z0-9-]*:/{t = substr($$1, 1, index($$1, ":") - 1); n = split(c, l, "\n"); \
+	     printf "%-20s %s\n", t, l[1]; for (i = 2; i <= n; i++) printf "%-20s %s\n", "", l[i]; c = ""}' \
+	     $(firstword $(MAKEFILE_LIST))
+
+## Only create .venv from requirements.txt and install normlib into it in editable mode (every target
+## does this first when .venv is missing or older than requirements.txt / pyproject.toml).
 venv: $(STAMP)
 
 ## Build the HTML book (from the committed, executed notebooks) and say where to open it: one book per
@@ -138,7 +151,7 @@ repository: $(STAMP)
 assignments: $(STAMP)
 	$(PY) -m classroom.tools.build_assignments $(A)
 
-# The classroom (CONTRIBUTING.md, "The classroom inside"): nbgrader runs inside the course folder COURSE. Name
+# The classroom (classroom/README.md): nbgrader runs inside the course folder COURSE. Name
 # assignments with ASSIGNMENTS="02_batchnorm_ko 04_axes_groupnorm_ko" (default: all of source/).
 COURSE      ?= assignments
 ASSIGNMENTS ?=
@@ -194,11 +207,13 @@ feedback-export: $(STAMP)
 	@test -n "$(PLATFORM)" -a -n "$(ASSIGNMENT)" || { echo "make feedback-export needs PLATFORM=moodle|canvas|google|simple ASSIGNMENT=<e.g. 01_layernorm_ko>"; exit 2; }
 	$(PY) -m classroom.tools.platform_export feedback $(PLATFORM) $(ASSIGNMENT) --course $(COURSE)
 
+## Serve the built book on http://127.0.0.1:8000/ (builds it first when _build/html/index.html is missing).
 serve: $(BOOK)
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000
 
 $(BOOK):
 	$(MAKE) book
 
+## Remove what make book writes: _build/ and book_assets/ (the vendored browser assets).
 clean:
 	rm -rf _build book_assets
