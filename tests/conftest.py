@@ -1,8 +1,9 @@
 """Fixtures, the hypothesis profiles and the test groups (markers) of the normlib tests.
 
 Plain helpers shared by several modules (the tolerances of "equal to torch", ROOT, the table of
-contents, has_hangul, text_outputs, ...) are in helpers.py: test modules import from there,
-never from one another, nor from this file (tests/repository/test_test_modules.py checks it).
+contents, has_hangul, text_outputs, ...) are in the package helpers/, one module per thing they
+serve (its __init__.py lists them): test modules import from there, never from one another, nor
+from this file (tests/repository/test_test_modules.py checks it).
 
 Test groups
 -----------
@@ -55,17 +56,12 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from helpers import (  # noqa: E402
-    ROOT,
-    UNITS_FIRST,
-    PerturbedKernels,
-    chromium_browser,
-    load_page,
-    perturbed_chapters,
-    running_in_ci,
-    start_early,
-    unit_of,
-)
+from helpers.background import start_early  # noqa: E402
+from helpers.browser import chromium_browser  # noqa: E402
+from helpers.page_visit import load_page  # noqa: E402
+from helpers.paths import ROOT, running_in_ci  # noqa: E402
+from helpers.perturbed import PerturbedKernels, perturbed_chapters  # noqa: E402
+from helpers.scheduling import UNITS_FIRST, unit_of  # noqa: E402
 
 settings.register_profile(
     "default",
@@ -246,8 +242,8 @@ def browser():
 
 @pytest.fixture(scope="session")
 def visit(browser, book_url, offline_site):
-    """visit(docname) -> helpers.Visit: each page of the built site loaded once per worker
-    (helpers.load_page: test_browser.py's checks, its axe audit, test_page_weight.py's weights)."""
+    """visit(docname) -> helpers.page_visit.Visit: each page of the built site loaded once per worker
+    (helpers.page_visit.load_page: test_browser.py's checks, its axe audit, test_page_weight.py's weights)."""
     cache: dict = {}
 
     def load(docname: str):
@@ -259,11 +255,13 @@ def visit(browser, book_url, offline_site):
 
 
 def pytest_collection_finish(session):
-    """Start the selected test modules' EARLY set-up (helpers.start_early: nbgrader's release,
+    """Start the selected test modules' EARLY set-up (helpers.background.start_early: nbgrader's release,
     autograde, feedback of a copied course) right away, in background threads, so that it runs on the
     second core while a single-process session (WORKERS=0, one module run alone) runs everything
     else. Under pytest-xdist both cores are busy already: each module does its set-up when it starts."""
     if hasattr(session.config, "workerinput"):     # (pytest-xdist's controller collects nothing)
+        return
+    if session.config.option.collectonly:          # --collect-only runs nothing: nothing to set up
         return
     for module in {item.module for item in session.items if getattr(item, "module", None) is not None}:
         for name, work in getattr(module, "EARLY", {}).items():

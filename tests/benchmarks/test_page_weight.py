@@ -27,7 +27,7 @@ import pytest
 from benchmarks.tools.page_weight import kb, mb, site_pages
 from book.site.light_pages import PLAIN
 from book.site.local_site import isolated_context
-from helpers import ROOT
+from helpers.paths import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts" / "page_weight"
 PAGES = site_pages()

@@ -34,7 +34,10 @@ import pytest
 
 from book.site.axe_audit import AXE, AXE_VERSION, COLOUR_RULES, READY, SWITCH, audit, blocking, site_html_pages
 from book.site.local_site import isolated_context, serve
-from helpers import axe_missing, check_axe, has_hangul, site_pages, unavailable
+from helpers.axe import axe_missing, check_axe
+from helpers.paths import unavailable
+from helpers.site_pages import site_pages
+from helpers.text import has_hangul
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.browser

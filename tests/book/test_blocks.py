@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 
-from helpers import has_hangul  # noqa: E402
+from helpers.text import has_hangul  # noqa: E402
 from normlib import axes  # noqa: E402
 from normlib_book import viz  # noqa: E402
 

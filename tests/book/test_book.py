@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from helpers import ROOT, site_pages
+from helpers.paths import ROOT
+from helpers.site_pages import site_pages
 
 OUTPUT_IMAGE = re.compile(r'<img [^>]*src="[^"]*_images/[^"]*"[^>]*>')
 ALT = re.compile(r'\balt="([^"]*)"')

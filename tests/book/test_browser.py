@@ -17,7 +17,7 @@
 - on a phone (the same load, resized to 390 × 844): nothing wider than the screen but a box that
   scrolls sideways, and each such box of a chapter (a printed output, code, a table, an equation)
   reached by keyboard, named for a screen reader and showing that it scrolls
-  (book/site/offline_book/narrow-screens.css and scroll-boxes.js; helpers.on_a_phone).
+  (book/site/offline_book/narrow-screens.css and scroll-boxes.js; helpers.browser.on_a_phone).
 
 Only what needs a real browser is checked here; what can be read in the built HTML is in
 test_book.py and test_offline_site.py.
@@ -36,14 +36,18 @@ import re
 import pytest
 
 from book.site.local_site import isolated_context
-from helpers import PAGE_TIMEOUT_MS as TIMEOUT_MS
-from helpers import ROOT, WIDGET_STATE, axe_missing, check_axe, on_a_phone, phone_problems, site_pages
+from helpers.axe import axe_missing, check_axe
+from helpers.browser import on_a_phone, phone_problems
+from helpers.page_visit import PAGE_TIMEOUT_MS as TIMEOUT_MS
+from helpers.page_visit import WIDGET_STATE
+from helpers.paths import ROOT
+from helpers.site_pages import site_pages
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.browser
 
 PAGES = site_pages() + ["index"]   # both books' pages (ko/chapters/ko/06_family, ...) and the landing page
-# Each page is loaded once (conftest.py's visit, helpers.load_page); the tests below read that load.
+# Each page is loaded once (conftest.py's visit, helpers.page_visit.load_page); the tests below read that load.
 
 
 # Names and file types, the same in both languages; "English" is the switch to the other book.
@@ -97,7 +101,7 @@ DOCTORED_PHONE_PAGE = f"""<!DOCTYPE html><html lang="en"><body style="margin: 0"
 
 
 def test_the_phone_check_reports_what_sticks_out_and_an_unmarked_box(browser):
-    """helpers.on_a_phone on a page of its own: the paragraph wider than the screen and the page
+    """helpers.browser.on_a_phone on a page of its own: the paragraph wider than the screen and the page
     scrolling sideways, the box that scrolls with no tab stop, name or cue; not the box that has
     them, nor what is hidden or read aloud only."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})

@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from book.tools import build_chapters
-from helpers import ROOT, has_hangul
+from helpers.paths import ROOT
+from helpers.text import has_hangul
 
 STEMS = build_chapters.stems()
 

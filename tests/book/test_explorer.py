@@ -23,10 +23,10 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as TF
-from explorer_oracle import normalize, sizes, statistic_rows, values
 from playwright.sync_api import expect
 
-from helpers import ROOT, running_in_ci
+from helpers.explorer_oracle import normalize, sizes, statistic_rows, values
+from helpers.paths import ROOT, running_in_ci
 from normlib_book import explorer as X
 from normlib_book.i18n import STRINGS
 

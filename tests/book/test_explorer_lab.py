@@ -20,7 +20,8 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
-from helpers import ROOT, Lab
+from helpers.lab_server import Lab
+from helpers.paths import ROOT
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.browser

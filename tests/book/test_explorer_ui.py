@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as TF
-from explorer_oracle import batch_input, normalize, sizes, statistic_rows, values
 
+from helpers.explorer_oracle import batch_input, normalize, sizes, statistic_rows, values
 from normlib_book.explorer import sample_values
 from normlib_book.i18n import text
 

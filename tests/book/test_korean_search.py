@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from benchmarks.tools.search_recall import SPACED
 from book.site import korean_search
 from book.site.korean_search import split_for_index, split_query
-from helpers import ROOT, unavailable
+from helpers.paths import ROOT, unavailable
 
 NODE = shutil.which("node")
 

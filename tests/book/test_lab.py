@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from book.tools import lab
-from helpers import ROOT, Lab, get
+from helpers.lab_server import Lab, get
+from helpers.paths import ROOT
 
 
 @pytest.mark.slow

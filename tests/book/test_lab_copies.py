@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from book.tools import lab
-from helpers import ROOT, Lab
+from helpers.lab_server import Lab
+from helpers.paths import ROOT
 
 
 def _book(folder: Path) -> Path:

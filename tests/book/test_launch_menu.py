@@ -19,7 +19,7 @@ from sphinx_book_theme.header_buttons import update_context_with_repository_info
 from sphinx_book_theme.header_buttons.launch import add_launch_buttons
 
 from book.site import website
-from helpers import ROOT
+from helpers.paths import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 LANGS = tuple(website.languages(CONFIG))

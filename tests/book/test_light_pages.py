@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.tools import page_weight
 from book.site import icons, korean_font, light_pages
-from helpers import ROOT
+from helpers.paths import ROOT
 
 HEAD = """<head>
   <script defer src="../../_static/scripts/fontawesome.js?digest=55c26ed414f5f8a31ebb"></script>

@@ -16,7 +16,8 @@ import nbformat
 import pytest
 import yaml
 
-from helpers import ROOT, has_hangul, text_outputs
+from helpers.paths import ROOT
+from helpers.text import has_hangul, text_outputs
 from normlib_book import i18n
 
 KO, EN = ROOT / "chapters" / "ko", ROOT / "chapters" / "en"

@@ -45,7 +45,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers import ROOT, has_hangul
+from helpers.paths import ROOT
+from helpers.text import has_hangul
 
 KO, EN = ROOT / "chapters" / "ko", ROOT / "chapters" / "en"
 KO_NOTEBOOKS = sorted(KO.glob("*.ipynb"))

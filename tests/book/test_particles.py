@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from helpers import ROOT
+from helpers.paths import ROOT
 from normlib_book.i18n import text
 from normlib_book.i18n_checkers import PAIRS
 

@@ -25,7 +25,8 @@ import pytest
 from nbclient import NotebookClient
 
 from book.tools import perturbed_numerics
-from helpers import ROOT, perturbed_chapters
+from helpers.paths import ROOT
+from helpers.perturbed import perturbed_chapters
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.notebooks
@@ -77,7 +78,7 @@ def test_nbval_runs_the_chosen_notebooks_perturbed_and_fails_a_machine_dependent
     plain = folder / "plain.ipynb"
     shutil.copyfile(machine_dependent, plain)
     (folder / "perturb_plugin.py").write_text(
-        "import os, tempfile\nfrom pathlib import Path\nfrom helpers import PerturbedKernels\n"
+        "import os, tempfile\nfrom pathlib import Path\nfrom helpers.perturbed import PerturbedKernels\n"
         "def pytest_configure(config):\n"
         "    config.pluginmanager.register(PerturbedKernels(Path(tempfile.mkdtemp()), [os.environ['PERTURB']]))\n",
         encoding="utf-8")

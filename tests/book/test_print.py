@@ -46,7 +46,8 @@ from PIL import Image
 from pypdf import PdfReader
 
 from book.site.local_site import isolated_context, serve
-from helpers import ROOT, has_hangul
+from helpers.paths import ROOT
+from helpers.text import has_hangul
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.browser

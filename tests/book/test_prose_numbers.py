@@ -17,7 +17,8 @@ import re
 import nbformat
 import pytest
 
-from helpers import ROOT, text_outputs
+from helpers.paths import ROOT
+from helpers.text import text_outputs
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[a-z][a-z]/*.ipynb"))
 # ASCII boundaries only: Korean particles attach straight to numbers ("0.693은"), and a

@@ -18,7 +18,7 @@ import pytest
 
 from book.site import site_pages as pages
 from book.tools import build_chapters
-from helpers import ROOT
+from helpers.paths import ROOT
 
 STEMS = build_chapters.stems()
 LANGS = ("ko", "en")

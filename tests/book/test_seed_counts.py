@@ -21,7 +21,7 @@ import re
 import nbformat
 import pytest
 
-from helpers import ROOT
+from helpers.paths import ROOT
 
 NOTEBOOKS = sorted((ROOT / "chapters").glob("[a-z][a-z]/*.ipynb"))
 MINIMUM = 10

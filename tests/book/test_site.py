@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import site_pages
+from helpers.site_pages import site_pages
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.site
@@ -237,7 +237,7 @@ def exercises(lang: str, stem: str) -> int:
     """How many numbered exercises the chapter's last section asks (read in the notebook's prose)."""
     import nbformat
 
-    from helpers import ROOT
+    from helpers.paths import ROOT
 
     heading = "## 연습 문제" if lang == "ko" else "## Exercises"
     nb = nbformat.read(ROOT / "chapters" / lang / f"{stem}.ipynb", as_version=4)

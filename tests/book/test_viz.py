@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from helpers import has_hangul  # noqa: E402
+from helpers.text import has_hangul  # noqa: E402
 from normlib import axes  # noqa: E402
 from normlib import functional as F
 from normlib_book import examples, i18n, viz  # noqa: E402

@@ -10,7 +10,7 @@ import yaml
 
 from book.site import site_pages as pages
 from book.site import website
-from helpers import ROOT
+from helpers.paths import ROOT
 
 TOC = {
     "format": "jb-book",

@@ -53,7 +53,8 @@ import nbformat
 import pytest
 
 from classroom.tools import build_assignments, classroom
-from helpers import ROOT, early
+from helpers.background import early
+from helpers.paths import ROOT
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.nbgrader
@@ -905,7 +906,7 @@ CANVAS_GRADES = ("Student,ID,SIS User ID,SIS Login ID,Section,과제 2 (4242)\r\
 
 
 def test_grades_export_for_moodle_is_its_students_and_moodle_imports_it(course, late):
-    from platform_imports import moodle_import
+    from helpers.platform_imports import moodle_import
     out = _make(["grades-export", "PLATFORM=moodle", f"ASSIGNMENT={CLASS}", f"COURSE={course}"])
     path = course / "export" / f"{CLASS}_moodle_grades_not-submitted-empty.csv"
     assert path.read_bytes() == MOODLE_GRADES.encode()
@@ -919,7 +920,7 @@ def test_grades_export_for_moodle_is_its_students_and_moodle_imports_it(course, 
 
 
 def test_grades_export_for_canvas_fills_its_ids_from_the_roster_and_canvas_imports_it(course, late):
-    from platform_imports import canvas_import
+    from helpers.platform_imports import canvas_import
     _make(["grades-export", "PLATFORM=canvas", f"ASSIGNMENT={CLASS}", f"COURSE={course}", "COLUMN=과제 2 (4242)"])
     path = course / "export" / f"{CLASS}_canvas_grades_not-submitted-empty.csv"
     assert path.read_bytes() == CANVAS_GRADES.encode()

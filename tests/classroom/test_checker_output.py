@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 
 from classroom.tools import feedback_pages
-from helpers import ROOT
+from helpers.paths import ROOT
 from normlib_classroom import check_layer_norm_stats
 from normlib_classroom._report import CheckFailed
 from normlib_classroom._shown import render

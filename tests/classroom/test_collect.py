@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from platform_imports import MoodleImportAborted, canvas_import, moodle_import
 
 from classroom.tools import collect, platform_export, roster
+from helpers.platform_imports import MoodleImportAborted, canvas_import, moodle_import
 
 ASSIGNMENT = "01_layernorm_ko"
 NOTEBOOK = "01_layernorm.ipynb"

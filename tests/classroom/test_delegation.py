@@ -20,7 +20,8 @@ from torch import nn
 
 import normlib
 import normlib_classroom as ex
-from helpers import has_hangul, init_batch_norm_state
+from helpers.exercises import init_batch_norm_state
+from helpers.text import has_hangul
 
 LANGS = ("ko", "en")
 

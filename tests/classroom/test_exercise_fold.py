@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import normlib_classroom as ex
-from helpers import has_hangul
+from helpers.text import has_hangul
 
 LANGS = ("ko", "en")
 

@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import normlib_classroom as ex
-from helpers import ROOT, has_hangul, init_batch_norm_state
+from helpers.exercises import init_batch_norm_state
+from helpers.paths import ROOT
+from helpers.text import has_hangul
 from normlib_book import i18n
 from normlib_classroom._report import _generator, _input, _params
 from normlib_classroom._slips import _layer_spec, _standardize

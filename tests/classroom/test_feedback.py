@@ -51,7 +51,9 @@ from bs4 import BeautifulSoup
 
 from classroom.tools import classroom as course_tools
 from classroom.tools import feedback_math, feedback_pages
-from helpers import ROOT, early, hangul_without_nanum
+from helpers.background import early
+from helpers.browser import hangul_without_nanum
+from helpers.paths import ROOT
 
 STEM = "01_layernorm"
 NAMES = [f"{STEM}_ko", f"{STEM}_en"]

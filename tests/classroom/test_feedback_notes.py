@@ -17,7 +17,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from classroom.tools import feedback_math, feedback_pages
-from helpers import ROOT
+from helpers.paths import ROOT
 
 HANGUL = re.compile("[\uac00-\ud7a3]")
 MARKDOWN = ("## Part 2\n\nWrite $y = \\frac{x - \\mu}{\\sqrt{\\sigma^2 + \\epsilon}}$ with $W'$ and "

@@ -23,7 +23,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from classroom.tools import classroom, grading_execute
-from helpers import ROOT
+from helpers.paths import ROOT
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
 pytestmark = pytest.mark.nbgrader

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from classroom.tools import build_assignments
-from helpers import has_hangul
+from helpers.text import has_hangul
 from normlib_classroom._report import CheckFailed
 
 LANGS = ("ko", "en")

@@ -17,9 +17,8 @@ import re
 import pytest
 
 from classroom.tools import student
-from helpers import (
+from helpers.docs import (
     FENCED,
-    ROOT,
     git_ignored,
     lines_without_hangul,
     links_out_of_the_book,
@@ -28,6 +27,7 @@ from helpers import (
     make_targets,
     unreal_paths,
 )
+from helpers.paths import ROOT
 from normlib_book.i18n_checkers import PAIRS
 
 LANGS = ("ko", "en")

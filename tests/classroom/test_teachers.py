@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import MD_LINK as LINK
-from helpers import ROOT, lines_without_hangul, links_out_of_the_book, local_links, make_targets
-from helpers import git_ignored as ignored
-from helpers import make_commands as commands
-from helpers import named_paths as paths
+from helpers.docs import MD_LINK as LINK
+from helpers.docs import git_ignored as ignored
+from helpers.docs import lines_without_hangul, links_out_of_the_book, local_links, make_targets
+from helpers.docs import make_commands as commands
+from helpers.docs import named_paths as paths
+from helpers.paths import ROOT
 
 LANGS = ("ko", "en")
 PAGES = {lang: ROOT / "chapters" / lang / "teachers.md" for lang in LANGS}

@@ -21,10 +21,9 @@ from torch.autograd import gradcheck, gradgradcheck
 import normlib
 import normlib.autograd as A
 import normlib.functional as NF
-from helpers import (
-    CASES,
+from helpers.library_cases import CASES, assert_raises_like_torch
+from helpers.torch_compare import (
     MOMENTA,
-    assert_raises_like_torch,
     channel_shapes,
     common,
     compare,

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 import normlib
-from helpers import assert_close_elementwise
+from helpers.torch_compare import assert_close_elementwise
 from normlib import distributed as D
 from normlib.axes import NormInputError
 from normlib_book.devices import split_steps

@@ -18,7 +18,9 @@ from torch.autograd import gradcheck, gradgradcheck
 
 import normlib
 import normlib.functional as NF
-from helpers import DTYPES, has_hangul, layer_shapes, raised_in_english_and_korean
+from helpers.library_cases import raised_in_english_and_korean
+from helpers.text import has_hangul
+from helpers.torch_compare import DTYPES, layer_shapes
 from normlib import NormInputError
 
 ALPHAS = st.sampled_from([0.5, 0.8, 0.2, 1.0, 2.5, -0.7, 0.0, 1e-3, 10.0])

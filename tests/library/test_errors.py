@@ -12,7 +12,7 @@ import torch.nn.functional as TF
 
 import normlib
 import normlib.functional as NF
-from helpers import CASES, MODULE_CASES, assert_raises_like_torch, raised, x24
+from helpers.library_cases import CASES, MODULE_CASES, assert_raises_like_torch, raised, x24
 
 # The words each of torch's messages starts with (torch's tests, and code written against torch,
 # look for these): normlib's message starts with them too, then says more. Each pattern is checked

@@ -22,14 +22,9 @@ from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
 import normlib
-from helpers import (
-    BASE_TOL,
-    ROUNDING_FACTOR,
-    assert_close_elementwise,
-    has_hangul,
-    raised,
-    raised_in_english_and_korean,
-)
+from helpers.library_cases import raised, raised_in_english_and_korean
+from helpers.text import has_hangul
+from helpers.torch_compare import BASE_TOL, ROUNDING_FACTOR, assert_close_elementwise
 from normlib.fold import fold_batch_norm, fold_conv_bn, fold_linear_bn
 
 CONV = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}

@@ -17,7 +17,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import normlib.functional as NF
-from helpers import (
+from helpers.torch_compare import (
     BASE_TOL,
     DTYPES,
     MOMENTA,

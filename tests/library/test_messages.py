@@ -12,7 +12,9 @@ import torch.nn.functional as TF
 
 import normlib
 import normlib.functional as NF
-from helpers import CASES, MODULE_CASES, ROOT, has_hangul, raised, raised_in_english_and_korean, x24
+from helpers.library_cases import CASES, MODULE_CASES, raised, raised_in_english_and_korean, x24
+from helpers.paths import ROOT
+from helpers.text import has_hangul
 
 CORE = sorted((ROOT / "normlib").glob("*.py"))
 

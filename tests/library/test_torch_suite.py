@@ -53,7 +53,7 @@ from torch.autograd import gradcheck, gradgradcheck
 import normlib
 import normlib.autograd as A
 import normlib.functional as NF
-from helpers import (
+from helpers.torch_compare import (
     BASE_TOL,
     ROUNDING_FACTOR,
     Inputs,

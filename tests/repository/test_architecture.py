@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import normlib
-from helpers import ROOT
+from helpers.paths import ROOT
 from normlib import modules
 
 PACKAGE = ROOT / "normlib"

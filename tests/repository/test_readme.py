@@ -17,7 +17,8 @@ import re
 import pytest
 import yaml
 
-from helpers import ROOT, concrete_paths, local_links, make_commands, make_targets, unreal_paths
+from helpers.docs import concrete_paths, local_links, make_commands, make_targets, unreal_paths
+from helpers.paths import ROOT
 
 DOCS = ("README.md", "CONTRIBUTING.md")
 README_LINES = 170                       # "about 150 lines": a front door, not a manual

@@ -15,7 +15,7 @@ import yaml
 
 from book.tools import bilingual, build_chapters, repository
 from classroom.tools import build_assignments
-from helpers import ROOT
+from helpers.paths import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
 OLD_URL, OLD_BRANCH = CONFIG["url"], CONFIG.get("branch", "main")
