@@ -234,7 +234,7 @@ def book_url(offline_site):
 @pytest.fixture(scope="session")
 def browser():
     """Headless Chromium for the whole session, shared by test_browser.py (the book),
-    test_feedback.py (the feedback pages) and test_explorer_lab.py (the explorer in JupyterLab):
+    test_feedback_pages.py (the feedback pages) and test_explorer_lab.py (the explorer in JupyterLab):
     Playwright's sync API allows one at a time."""
     yield from chromium_browser("run the browser tests (the book, the classroom's feedback pages, "
                                 "the explorer in JupyterLab)")
@@ -266,3 +266,8 @@ def pytest_collection_finish(session):
     for module in {item.module for item in session.items if getattr(item, "module", None) is not None}:
         for name, work in getattr(module, "EARLY", {}).items():
             start_early(name, work)
+
+
+# --- Timings: `pytest --timings=FILE` (make timings) writes each group's time in this run (tests/timings.py) ---
+
+from timings import pytest_addoption, pytest_sessionstart  # noqa: E402, F401

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import re
-from pathlib import Path
 
 import pytest
 
@@ -126,15 +125,3 @@ def test_gzip_as_a_static_host_serves_it():
     table = page_weight.markdown_table([w], {"p": {"gzip": 200}})
     assert "| p | 2 | 0.00 MB | 0.00 MB | 0.00 MB | ? |" in table
 
-
-def test_requirements_pin_the_font_tools():
-    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    pins = {line.split("==")[0]: line for line in lines if "==" in line}
-    assert "fonttools" in pins and "brotli" in pins
-
-
-def test_the_extensions_are_in_the_books_configuration():
-    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
-    for name in ("icons", "korean_font", "light_pages"):
-        assert f"    {name}: tools/" in config
-    assert Path(icons.STATIC / icons.CSS).exists()

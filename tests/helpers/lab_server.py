@@ -1,4 +1,4 @@
-"""JupyterLab started for real, as make lab runs it (tests/book/test_lab.py, test_lab_copies.py,
+"""JupyterLab started for real, as make lab runs it (tests/book/test_lab.py,
 test_explorer_lab.py)."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import functools
 # ones, each in the order collected (tests/repository/test_test_modules.py checks that each names a real file).
 UNITS_FIRST = (
     "tests/classroom/test_assignments.py",     # release, validate and autograde a class, a late zip, Canvas (≈ 3 min)
-    "tests/classroom/test_feedback.py",        # a second class graded, its feedback pages in Chromium
+    "tests/classroom/test_feedback_pages.py",  # a second class graded, its feedback pages in Chromium
     "chapters/en/10_placement.ipynb", "chapters/ko/10_placement.ipynb",   # English 10 runs perturbed: longer
     "chapters/ko/11_without_norm.ipynb", "chapters/ko/01_why_normalize.ipynb", "chapters/ko/09_distributed.ipynb",
     "tests/library/test_distributed.py",

@@ -25,7 +25,7 @@ NEW_URL, NEW_BRANCH = "https://github.com/seoul-ml-course/norm-layers-2027", "sp
 LIBRARY_PATHS = "normlib/|book/normlib_book/|classroom/normlib_classroom/|benchmarks/normlib_benchmarks/"
 
 ELSEWHERE = {
-    "tests/classroom/test_feedback.py": "a sample URL in a traceback the feedback pages must keep",
+    "tests/classroom/test_feedback_parts.py": "a sample URL in a traceback the feedback pages must keep",
 }
 
 

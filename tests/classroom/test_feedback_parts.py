@@ -2,12 +2,20 @@
 run, no kernel): the box at the top that says what grading did to the submission
 (classroom/tools/feedback_notes.py), in both languages, from the classroom script's notes and, without
 them, from the outputs; and the formulas as MathML, with a visible fallback
-(classroom/tools/feedback_math.py). The pages of a real graded class are tests/classroom/test_feedback.py's.
+(classroom/tools/feedback_math.py); and the functions that shorten a traceback, remove the grading
+machine's paths and word a page in the assignment's language, and the course's config that sets them up.
+The pages of a real graded class (nbgrader, Chromium: slow) are tests/classroom/test_feedback_pages.py's.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -210,3 +218,106 @@ def test_a_kernel_killed_for_ignoring_the_interrupt_is_said_in_both_languages():
     assert "killed the kernel" in en and not HANGUL.search(en)
     plain = nbformat.v4.new_output("error", ename="CellTimeoutError", evalue="", traceback=[])
     assert "killed" not in grading_notes.from_outputs(_notebook(outputs={"test_train": [plain]}), 8)[0]
+
+
+# --------------------------------------------------------------------------- the traceback, the paths, the preprocessor, the config
+
+SHELL = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+config = Config()
+config.HistoryManager.enabled = False
+shell = InteractiveShell.instance(config=config)
+captured = {}
+shell._showtraceback = lambda etype, evalue, stb: captured.update(ename=etype.__name__, evalue=str(evalue), traceback=stb)
+shell.run_cell(sys.stdin.read(), store_history=True)
+print(json.dumps(captured))
+"""
+
+
+def _traceback_of(code: str, tmp_path: Path) -> dict:
+    """The error output IPython gives for ``code`` run as a notebook cell (in a separate
+    process: IPython's shell is a singleton with a history file)."""
+    result = subprocess.run([sys.executable, "-c", SHELL], input=code, cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, check=True, env=dict(os.environ, IPYTHONDIR=str(tmp_path)))
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_traceback_keeps_the_notebooks_cells_only(tmp_path):
+    """A real IPython traceback through normlib's checker: the notebook's lines stay, the
+    checker's frames become one line naming normlib, the headings are translated."""
+    error = _traceback_of(
+        "from normlib_classroom import check_layer_norm_stats\n"
+        "from normlib_classroom._report import CheckFailed\n"
+        "del CheckFailed._render_traceback_\n"      # IPython's own traceback, as without normlib's renderer
+        "def stats(x, shape):\n"
+        "    raise ValueError('not finished')\n"
+        "check_layer_norm_stats(stats, 'ko')\n", tmp_path)
+    assert error["ename"] == "CheckFailed", error
+    before = "\n".join(feedback_pages.plain(e) for e in error["traceback"])
+    assert "_report.py" in before and "Traceback (most recent call last)" in before
+    after = "\n".join(feedback_pages.plain(e) for e in feedback_pages.filter_traceback(error["traceback"], "CheckFailed", "ko"))
+    assert "_report.py" not in after and "File " not in after and "normlib/" not in after, after
+    assert "normlib 안의 단계" in after and "생략했습니다" in after, after
+    assert "raise ValueError('not finished')" in after and "---->" in after, after
+    assert "트레이스백 (가장 최근 호출이 마지막)" in after and "위 예외가 아래 예외의 직접 원인입니다:" in after, after
+    assert after.rstrip().endswith("CheckFailed: 위의 설명을 보세요"), after
+    english = "\n".join(feedback_pages.plain(e) for e in feedback_pages.filter_traceback(error["traceback"], "CheckFailed", "en"))
+    assert re.search(r"⋯ \d frames? inside normlib hidden", english) and "Traceback (most recent call last)" in english
+
+
+def test_paths_of_the_machine_are_removed():
+    course = Path(tempfile.gettempdir()) / "class" / "assignments"
+    prefixes = feedback_pages._prefixes(course)
+    torch_file = next(Path(p) for p in sys.path if (Path(p) / "torch" / "__init__.py").exists()) / "torch" / "nn" / "functional.py"
+    text = (f"File {ROOT / 'classroom' / 'normlib_classroom' / '_report.py'}:80\n"
+            f"{torch_file}:2900: UserWarning\n"
+            f"cwd {course / 'autograded' / 'kim' / 'x.ipynb'}\n"
+            f"home {Path.home() / 'notes.txt'}\n"
+            "elsewhere /srv/school/2025/grades.csv and C:\\Users\\teacher\\class\\a.ipynb\n"
+            "coloured \x1b[32m/srv/school/notes.py:3\x1b[39m\n"
+            "kept: https://github.com/normlib-book/normalization-layers/a/b, 1/2/3, (x − μ) / sqrt(σ² + eps)")
+    clean = feedback_pages.scrub_paths(text, prefixes)
+    assert "File classroom/normlib_classroom/_report.py:80" in clean, clean
+    assert "torch/nn/functional.py:2900" in clean and "autograded/kim/x.ipynb" in clean, clean
+    assert "~/notes.txt" in clean and "…/grades.csv" in clean and "…\\a.ipynb" in clean, clean
+    assert "\x1b[32m…/notes.py:3\x1b[39m" in clean, clean
+    assert "https://github.com/normlib-book/normalization-layers/a/b, 1/2/3, (x − μ) / sqrt(σ² + eps)" in clean
+    for secret in (str(ROOT), str(course), sys.prefix, str(Path.home()) + "/", "/srv/", "C:\\Users"):
+        assert secret not in clean, (secret, clean)
+
+
+def test_the_preprocessor_words_a_page_in_the_assignments_language():
+    nb = nbformat.v4.new_notebook()
+    answer = nbformat.v4.new_code_cell("raise NotImplementedError()")
+    answer.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "stats", "comment": "No response."}
+    test = nbformat.v4.new_code_cell("check(stats)")
+    test.outputs = [nbformat.v4.new_output("error", ename="CellTimeoutError", evalue="A cell timed out …",
+                                           traceback=[]),
+                    nbformat.v4.new_output("stream", name="stderr", text=f"{sys.prefix}/lib/x.py:1: UserWarning")]
+    nb.cells = [answer, test]
+    for lang in ("ko", "en"):
+        page = json.loads(json.dumps(nb))
+        page = nbformat.from_dict(page)
+        _, resources = feedback_pages.FeedbackPage().preprocess(page, {"nbgrader": {"assignment": f"01_layernorm_{lang}"}})
+        words = feedback_pages.STRINGS[lang]
+        assert resources["feedback_page"]["lang"] == lang and resources["feedback_page"]["t"] is words
+        assert page.cells[0].metadata.nbgrader.comment == words["no_response"]
+        assert page.cells[1].outputs[0].evalue == words["timeout"] and page.cells[1].outputs[0].traceback == []
+        assert sys.prefix not in page.cells[1].outputs[1].text
+    assert feedback_pages.language("04_axes_groupnorm_ko") == "ko"
+    assert feedback_pages.language("04_axes_groupnorm_en") == "en"
+
+
+def test_the_course_config_sets_the_feedback_pipeline():
+    from traitlets.config.loader import PyFileConfigLoader
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "classroom" / "course")).load_config()
+    assert feedback_pages.FeedbackPage in config.GenerateFeedback.preprocessors
+    assert config.GenerateFeedback.preprocessors[0].__name__ == "GetGrades"
+    assert config.GenerateFeedback.HTMLExporter.template_name == feedback_pages.TEMPLATE
+    folder = Path(config.GenerateFeedback.HTMLExporter.extra_template_basedirs[0]) / feedback_pages.TEMPLATE
+    assert (folder / "index.html.j2").exists() and (folder / "conf.json").exists()
+    assert config.GenerateFeedback.HTMLExporter.filters["markdown2html"] is feedback_math.markdown2html
+    assert "template_name" not in config.HTMLExporter, "the formgrader's templates must stay nbgrader's"
+    assert "filters" not in config.HTMLExporter
