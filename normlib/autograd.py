@@ -56,7 +56,6 @@ __all__ = [
     "layer_norm", "rms_norm", "batch_norm",
     "LayerNormFunction", "RMSNormFunction", "BatchNormFunction",
     "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-    "saved_for_backward", "SavedForBackward",
 ]
 
 Dims = Tuple[int, ...]
@@ -338,50 +337,3 @@ class BatchNorm2d(_BatchNorm, modules.BatchNorm2d):
 
 class BatchNorm3d(_BatchNorm, modules.BatchNorm3d):
     """:class:`normlib.BatchNorm3d` with the hand-derived backward in training mode."""
-
-
-# --------------------------------------------------------------------------- memory saved for backward
-
-class SavedForBackward:
-    """What a forward pass leaves in the autograd graph for its backward (see :func:`saved_for_backward`).
-
-    ``tensors`` lists each distinct saved storage once as ``(shape, dtype, nbytes)``; ``nbytes``
-    is their total: the memory the graph keeps alive until backward runs (or the graph is freed).
-    """
-
-    def __init__(self, resident=()) -> None:
-        self.tensors = []
-        self._seen = set()
-        self._resident = {t.untyped_storage().data_ptr() for t in resident}
-
-    def _pack(self, t: Tensor) -> Tensor:
-        storage = t.untyped_storage()
-        key = (storage.data_ptr(), storage.nbytes())
-        if key not in self._seen and storage.data_ptr() not in self._resident:
-            self._seen.add(key)
-            self.tensors.append((tuple(t.shape), t.dtype, storage.nbytes()))
-        return t
-
-    @property
-    def nbytes(self) -> int:
-        return sum(n for _, _, n in self.tensors)
-
-    def __repr__(self) -> str:
-        return f"SavedForBackward({len(self.tensors)} tensors, {self.nbytes} bytes)"
-
-
-def saved_for_backward(fn, *args, resident=(), **kwargs) -> SavedForBackward:
-    """Run ``fn(*args, **kwargs)`` and record every tensor autograd saves for the backward pass.
-
-    A tensor saved twice (or two views of one storage) is counted once, with its whole storage.
-    Tensors in ``resident`` (a model's parameters, say γ and β) are not counted: they stay in memory
-    whether or not a backward needs them, so saving them costs nothing.
-
-    >>> x = torch.randn(4, 8, requires_grad=True)
-    >>> saved_for_backward(layer_norm, x, 8).tensors      # x, the 4 means, the 4 reciprocal stds
-    [((4, 8), torch.float32, 128), ((4, 1), torch.float32, 16), ((4, 1), torch.float32, 16)]
-    """
-    record = SavedForBackward(resident)
-    with torch.autograd.graph.saved_tensors_hooks(record._pack, lambda t: t):
-        fn(*args, **kwargs)
-    return record

@@ -28,7 +28,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from .messages import say
+from .messages import errors
 
 __all__ = [
     "METHODS",
@@ -41,8 +41,6 @@ __all__ = [
     "layer_norm_axes",
     "rms_norm_axes",
     "as_normalized_shape",
-    "SEQUENCE_METHODS",
-    "sequence_sharing",
     "channel_view",
 ]
 
@@ -77,26 +75,17 @@ def as_normalized_shape(normalized_shape: ShapeLike, allow_empty: bool = False) 
     ((4,), (2, 3), (5,))
     """
     if isinstance(normalized_shape, bool):
-        raise _NormalizedShapeTypeError(say(en=f"normalized_shape must be an int or a sequence of ints, got {normalized_shape!r}",
-                                            ko=f"normalized_shape는 int나 int의 시퀀스여야 하는데, 받은 값은 {normalized_shape!r}입니다."))
+        raise _NormalizedShapeTypeError(errors.normalized_shape_bool(normalized_shape))
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
     try:
         dims = tuple(normalized_shape)
     except TypeError:
-        raise _NormalizedShapeTypeError(say(
-            en=f"normalized_shape must be an int or a sequence of ints, got {type(normalized_shape).__name__}",
-            ko=f"normalized_shape는 int나 int의 시퀀스여야 하는데, 받은 값은 {type(normalized_shape).__name__} 객체입니다.",
-        )) from None
+        raise _NormalizedShapeTypeError(errors.normalized_shape_type(normalized_shape)) from None
     if isinstance(normalized_shape, str) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        raise _NormalizedShapeTypeError(say(en=f"normalized_shape must contain only ints, got {normalized_shape!r}",
-                                            ko=f"normalized_shape에는 int만 들어가야 하는데, 받은 값은 {normalized_shape!r}입니다."))
+        raise _NormalizedShapeTypeError(errors.normalized_shape_items(normalized_shape))
     if len(dims) == 0 and not allow_empty:
-        raise NormInputError(
-            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
-            "but got normalized_shape = (): " + say(
-                en="normalized_shape must name at least one dimension to pool (for example 4 or (2, 4))",
-                ko="normalized_shape는 통계를 낼 차원을 하나 이상 가리켜야 합니다(예: 4나 (2, 4))."))
+        raise NormInputError(errors.normalized_shape_empty())
     return dims
 
 
@@ -158,46 +147,10 @@ class Sharing:
         """How many separate means (and variances) the input gets."""
         return math.prod(self.stat_shape)
 
-    def labels(self) -> torch.Tensor:
-        """An integer tensor of the input's shape: equal labels share one statistic.
-
-        >>> sharing("layer", (2, 3), normalized_shape=3).labels()
-        tensor([[0, 0, 0],
-                [1, 1, 1]])
-        >>> sharing("batch", (2, 3)).labels()
-        tensor([[0, 1, 2],
-                [0, 1, 2]])
-        """
-        ids = torch.arange(self.num_statistics).reshape(self.stat_shape)
-        return ids.expand(self.view_shape).reshape(self.shape).clone()
-
-    def mask(self, index: Sequence[int]) -> torch.Tensor:
-        """A boolean tensor of the input's shape: the elements pooled with the element at ``index``.
-
-        >>> sharing("instance", (2, 2, 3)).mask((1, 0, 2)).long()
-        tensor([[[0, 0, 0],
-                 [0, 0, 0]],
-        <BLANKLINE>
-                [[1, 1, 1],
-                 [0, 0, 0]]])
-        """
-        index = tuple(index)
-        if len(index) != len(self.shape) or any(not 0 <= i < s for i, s in zip(index, self.shape)):
-            raise NormInputError(say(en=f"index {index} does not point into a tensor of shape {_fmt(self.shape)}",
-                                     ko=f"인덱스 {index}: 모양 {_fmt(self.shape)}인 텐서의 범위를 벗어납니다."))
-        labels = self.labels()
-        return labels == labels[index]
-
 
 def _check_ndim(method: str, shape: Tuple[int, ...], at_least: int, layout: str, torch_says: bool = False) -> None:
     if len(shape) < at_least:
-        # torch's group_norm says so in these words (its batch_norm and instance_norm fail elsewhere)
-        words = f"Expected at least {at_least} dimensions for input tensor but received {len(shape)}: " if torch_says else ""
-        raise NormInputError(words + say(
-            en=f"{method} expects an input of shape {layout} with at least {at_least} dimensions, "
-               f"but got an input of shape {_fmt(shape)} ({len(shape)} dimensions)",
-            ko=f"{method}의 입력은 차원이 {at_least}개 이상인 {layout} 모양이어야 하는데, "
-               f"모양 {_fmt(shape)}(차원 {len(shape)}개)인 입력을 받았습니다."))
+        raise NormInputError(errors.too_few_dimensions(method, shape, at_least, layout, torch_says))
 
 
 def batch_norm_axes(shape: Sequence[int]) -> Sharing:
@@ -241,27 +194,14 @@ def group_norm_axes(shape: Sequence[int], num_groups: int) -> Sharing:
     shape = tuple(int(s) for s in shape)
     _check_ndim("group_norm", shape, 2, "(N, C, *)", torch_says=True)
     if isinstance(num_groups, bool) or not isinstance(num_groups, int):
-        raise NormInputError(say(en=f"num_groups must be a positive int, got {num_groups!r}",
-                                 ko=f"num_groups는 양의 int여야 하는데, 받은 값은 {num_groups!r}입니다."))
+        raise NormInputError(errors.num_groups_type(num_groups))
     if num_groups == 0:   # torch: the channel count divided by zero groups
-        raise ZeroDivisionError("integer division or modulo by zero: " + say(
-            en="group_norm splits the channels into num_groups groups of equal size, so it needs num_groups >= 1, "
-               "but got num_groups=0",
-            ko="group_norm은 채널을 같은 크기의 그룹 num_groups개로 나누므로 num_groups >= 1이어야 하는데, "
-               "num_groups=0을 받았습니다."))
+        raise ZeroDivisionError(errors.num_groups_zero())
     if num_groups < 0:
-        raise NormInputError(f"Expected num groups to be greater than 0, got {num_groups}: " + say(
-            en="num_groups is the number of channel groups, a positive int",
-            ko="num_groups는 채널 그룹의 개수라 양의 int여야 합니다."))
+        raise NormInputError(errors.num_groups_negative(num_groups))
     channels = shape[1]
     if channels % num_groups != 0:
-        raise NormInputError(
-            f"Expected number of channels in input to be divisible by num_groups, but got input of shape "
-            f"{list(shape)} and num_groups={num_groups}: " + say(
-                en=f"group_norm splits the {channels} channels of an input of shape {_fmt(shape)} into "
-                   f"num_groups={num_groups} groups of equal size",
-                ko=f"group_norm은 채널 {channels}개(입력 모양 {_fmt(shape)})를 같은 크기의 그룹 "
-                   f"{num_groups}개로 나누어야 하는데, 나누어떨어지지 않습니다(num_groups={num_groups})."))
+        raise NormInputError(errors.channels_not_divisible(shape, num_groups))
     size = channels // num_groups
     groups = tuple(tuple(range(g * size, (g + 1) * size)) for g in range(num_groups))
     return Sharing("group", shape, tuple(range(1, len(shape))), groups)
@@ -282,15 +222,7 @@ def layer_norm_axes(shape: Sequence[int], normalized_shape: ShapeLike, method: s
     dims = as_normalized_shape(normalized_shape)
     k = len(dims)
     if len(shape) < k or shape[len(shape) - k:] != dims:
-        raise NormInputError(
-            f"Given normalized_shape={list(dims)}, expected input with shape [*, {', '.join(map(str, dims))}], "
-            f"but got input of size{list(shape)}: " + say(
-                en=f"{method}_norm pools the last {k} dimension(s), whose sizes must equal normalized_shape={_fmt(dims)}, "
-                   f"so it expects an input of shape (*, {', '.join(map(str, dims))}); an input of shape "
-                   f"{_fmt(shape)} does not end in {_fmt(dims)}.",
-                ko=f"{method}_norm은 마지막 차원 {k}개로 통계를 내므로 입력의 끝 차원들이 normalized_shape와 같아야 "
-                   f"합니다. normalized_shape={_fmt(dims)}, 곧 (*, {', '.join(map(str, dims))}) 모양의 입력이 "
-                   f"필요한데, 모양 {_fmt(shape)}인 입력을 받았습니다. 필요한 끝 차원: {_fmt(dims)}."))
+        raise NormInputError(errors.normalized_shape_mismatch(shape, dims, method))
     return Sharing(method, shape, tuple(range(len(shape) - k, len(shape))))
 
 
@@ -324,51 +256,20 @@ def sharing(
     normlib.axes.NormInputError: method must be one of ('batch', 'layer', 'instance', 'group', 'rms'), got 'weight'
     """
     if method not in METHODS:
-        raise NormInputError(say(en=f"method must be one of {METHODS}, got {method!r}",
-                                 ko=f"method는 {METHODS} 중 하나여야 하는데, 받은 값은 {method!r}입니다."))
+        raise NormInputError(errors.unknown_method(method, METHODS))
     if method in ("layer", "rms"):
         if normalized_shape is None:
-            raise NormInputError(say(en=f"method {method!r} needs normalized_shape (for example the last dimension's size)",
-                                     ko=f"method {method!r}에는 normalized_shape가 필요합니다(예: 마지막 차원의 크기)."))
+            raise NormInputError(errors.method_needs_normalized_shape(method))
         return layer_norm_axes(shape, normalized_shape, method=method)
     if normalized_shape is not None:
-        raise NormInputError(say(en=f"method {method!r} takes no normalized_shape, got {normalized_shape!r}",
-                                 ko=f"method {method!r}에는 normalized_shape를 주지 않아야 하는데, 받은 값은 normalized_shape={normalized_shape!r}입니다."))
+        raise NormInputError(errors.method_takes_no_normalized_shape(method, normalized_shape))
     if method == "group":
         if num_groups is None:
-            raise NormInputError(say(en="method 'group' needs num_groups", ko="method 'group'에는 num_groups가 필요합니다."))
+            raise NormInputError(errors.group_needs_num_groups())
         return group_norm_axes(shape, num_groups)
     if num_groups is not None:
-        raise NormInputError(say(en=f"method {method!r} takes no num_groups, got {num_groups!r}",
-                                 ko=f"method {method!r}에는 num_groups를 주지 않아야 하는데, 받은 값은 num_groups={num_groups!r}입니다."))
+        raise NormInputError(errors.method_takes_no_num_groups(method, num_groups))
     return batch_norm_axes(shape) if method == "batch" else instance_norm_axes(shape)
-
-
-# For a sequence of token vectors ``(B, L, D)``: what the transformer chapter compares.
-SEQUENCE_METHODS = ("batch", "layer", "rms", "batch_dim0")
-
-
-def sequence_sharing(method: str, shape: Sequence[int]) -> Sharing:
-    """Which elements of a ``(B, L, D)`` token tensor share one statistic.
-
-    ``batch``: one statistic per feature ``d``, pooled over every sample and token ``(B, L)``
-    (what ``nn.BatchNorm1d`` does to ``x.transpose(1, 2)``). ``layer`` and ``rms``: one per
-    token, pooled over its ``D`` features. ``batch_dim0``: the slip of reducing over dim 0
-    only (``x.mean(dim=0)``), one statistic per (token position, feature), each pooling only
-    ``B`` numbers.
-
-    >>> [sequence_sharing(m, (2, 5, 8)).num_statistics for m in SEQUENCE_METHODS]
-    [8, 10, 10, 40]
-    """
-    shape = tuple(int(s) for s in shape)
-    if method not in SEQUENCE_METHODS:
-        raise NormInputError(say(en=f"method must be one of {SEQUENCE_METHODS} for a (B, L, D) tensor, got {method!r}",
-                                 ko=f"(B, L, D) 텐서의 method는 {SEQUENCE_METHODS} 중 하나여야 하는데, 받은 값은 {method!r}입니다."))
-    if len(shape) != 3 or min(shape) < 1:
-        raise NormInputError(say(en=f"a sequence tensor has shape (B, L, D) with every size >= 1, got {_fmt(shape)}",
-                                 ko=f"시퀀스 텐서는 크기가 모두 1 이상인 (B, L, D) 모양이어야 하는데, 받은 모양은 {_fmt(shape)}입니다."))
-    reduced = {"batch": (0, 1), "layer": (2,), "rms": (2,), "batch_dim0": (0,)}[method]
-    return Sharing("batch" if method == "batch_dim0" else method, shape, reduced)
 
 
 def channel_view(t: Optional[torch.Tensor], ndim: int) -> Optional[torch.Tensor]:

@@ -38,9 +38,7 @@ laptop's CPU. :func:`normlib_book.launch.launch` starts such processes, from a s
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional
+from typing import Any, List, Optional
 
 import torch
 import torch.distributed as dist
@@ -49,58 +47,15 @@ from torch.autograd.function import once_differentiable
 
 from . import checks, modules
 from . import functional as F
-from .axes import NormInputError, _fmt, channel_view
+from .axes import NormInputError, channel_view
 from .functional import _affine, _opmath, _update_running
-from .messages import say
+from .messages import errors
 from .stats import Moments, merge_all, moments
 
 __all__ = [
     "SyncBatchNorm", "sync_batch_norm", "SyncBatchNormFunction",
     "local_moments", "gather_moments", "is_synchronized",
-    "Collective", "traffic",
 ]
-
-
-# --------------------------------------------------------------------------- collectives, recorded
-
-@dataclass(frozen=True)
-class Collective:
-    """One collective call: which, how many numbers this process sent, their dtype, the group's size."""
-
-    op: str
-    numel: int
-    dtype: torch.dtype
-    world_size: int
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes this process contributes (an ``all_gather`` then receives ``world_size`` times as many)."""
-        return self.numel * torch.empty((), dtype=self.dtype).element_size()
-
-
-_RECORDS: List[List[Collective]] = []
-
-
-@contextmanager
-def traffic() -> Iterator[List[Collective]]:
-    """Record the collectives normlib's synchronized BatchNorm makes inside the ``with`` block.
-
-    >>> with traffic() as calls:
-    ...     pass
-    >>> calls
-    []
-    """
-    calls: List[Collective] = []
-    _RECORDS.append(calls)
-    try:
-        yield calls
-    finally:
-        _RECORDS.remove(calls)
-
-
-def _note(op: str, t: Tensor, world_size: int) -> None:
-    for calls in _RECORDS:
-        calls.append(Collective(op, t.numel(), t.dtype, world_size))
 
 
 def is_synchronized(process_group=None) -> bool:
@@ -156,14 +111,12 @@ def gather_moments(local: Moments, process_group=None) -> List[Moments]:
         local.m2.to(torch.float64).reshape(-1),
     ])
     parts = [torch.empty_like(packed) for _ in range(world_size)]
-    _note("all_gather", packed, world_size)
     dist.all_gather(parts, packed, group=group)
     return [Moments(int(p[0].item()), p[1:1 + channels], p[1 + channels:]) for p in parts]
 
 
 def _all_reduce_sum(t: Tensor, process_group) -> Tensor:
     group = _group(process_group)
-    _note("all_reduce", t, dist.get_world_size(group))
     dist.all_reduce(t, op=dist.ReduceOp.SUM, group=group)
     return t
 
@@ -242,12 +195,7 @@ def sync_batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: 
         total = merge_all(gather_moments(local_moments(input), process_group))
     # the one check that needs every process's count: made after the exchange, by every process alike
     if total.count == 1:
-        world = dist.get_world_size(_group(process_group))
-        raise NormInputError(say(
-            en=f"sync_batch_norm in training mode needs more than 1 value per channel over all {world} processes, "
-               f"but they hold 1 in all (this process's input has shape {_fmt(input.shape)})",
-            ko=f"학습 모드의 sync_batch_norm에는 채널마다 값이 1개보다 많이 필요한데(프로세스 {world}개를 통틀어), "
-               f"모두 합쳐 1개뿐입니다(이 프로세스의 입력 모양은 {_fmt(input.shape)})."))
+        raise NormInputError(errors.sync_one_value(dist.get_world_size(_group(process_group)), input.shape))
     if total.count > 1:    # (every slice empty: nothing to learn from, as batch_norm on an empty batch)
         _update_running(running_mean, total.mean, momentum)
         _update_running(running_var, total.var(correction=1), momentum)
@@ -285,15 +233,9 @@ class SyncBatchNorm(modules._BatchNorm):
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() < 2:
-            raise NormInputError(say(
-                en=f"SyncBatchNorm expects an input of at least 2 dimensions (N, C, *), but got a {input.dim()}D "
-                   f"input of shape {_fmt(input.shape)}",
-                ko=f"SyncBatchNorm의 입력은 차원이 2개 이상인 (N, C, *) 모양이어야 하는데, {input.dim()}차원 입력(모양 "
-                   f"{_fmt(input.shape)})을 받았습니다."))
+            raise NormInputError(errors.sync_input_dims(input))
         if input.shape[1] == 0:
-            raise NormInputError(say(
-                en=f"SyncBatchNorm needs at least one channel (dim 1), but got an input of shape {_fmt(input.shape)}",
-                ko=f"SyncBatchNorm에는 채널(dim 1)이 하나 이상 필요한데, 모양 {_fmt(input.shape)}인 입력을 받았습니다."))
+            raise NormInputError(errors.sync_no_channels(input.shape))
 
     def forward(self, input: Tensor) -> Tensor:
         args = self._count_batch_and_arguments(input)
@@ -316,9 +258,7 @@ class SyncBatchNorm(modules._BatchNorm):
         SyncBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
         """
         if not isinstance(module, nn.Module):
-            raise TypeError(say(en=f"convert_sync_batchnorm expects a torch.nn.Module, got {type(module).__name__}",
-                                ko=f"convert_sync_batchnorm에는 torch.nn.Module을 주어야 하는데, 받은 값은 "
-                                   f"{type(module).__name__} 객체입니다."))
+            raise TypeError(errors.convert_not_module(module))
         if _is_batch_norm(module) and not isinstance(module, cls):
             converted = cls(module.num_features, module.eps, module.momentum, module.affine,
                             module.track_running_stats, process_group, bias=module.bias is not None)

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from . import functional as F
 from .axes import ShapeLike, as_normalized_shape
-from .messages import say
+from .messages import errors
 from .modules import _affine_parameters, _reset_affine
 
 __all__ = ["DyT"]
@@ -49,10 +49,7 @@ class DyT(nn.Module):
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         if isinstance(alpha_init, bool) or not isinstance(alpha_init, (int, float)):
-            raise TypeError(say(en=f"DyT expects alpha_init to be a real number (the paper uses 0.5), but got "
-                                   f"{type(alpha_init).__name__} {alpha_init!r}",
-                                ko=f"DyT의 alpha_init은 실수여야 하는데(논문은 0.5), 받은 값은 {type(alpha_init).__name__} "
-                                   f"{alpha_init!r}입니다."))
+            raise TypeError(errors.alpha_init_type(alpha_init))
         self.normalized_shape = as_normalized_shape(normalized_shape)
         self.alpha_init = float(alpha_init)
         self.elementwise_affine = elementwise_affine

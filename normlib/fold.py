@@ -34,7 +34,7 @@ from torch.nn.modules.batchnorm import _BatchNorm as _TorchBatchNorm
 
 from . import modules
 from .axes import NormInputError
-from .messages import say
+from .messages import errors
 
 __all__ = ["fold_batch_norm", "fold_conv_bn", "fold_linear_bn"]
 
@@ -128,10 +128,6 @@ def _fold(layer: Layer, bn: nn.Module) -> Layer:
 
 # --------------------------------------------------------------------------- the checks
 
-def _kinds(kinds: tuple) -> str:
-    return ", ".join(f"torch.nn.{k.__name__}" for k in kinds)
-
-
 def _channels(layer: nn.Module) -> int:
     return layer.out_features if isinstance(layer, nn.Linear) else layer.out_channels
 
@@ -139,43 +135,16 @@ def _channels(layer: nn.Module) -> int:
 def _check(layer: nn.Module, bn: nn.Module, kinds: tuple, fn: str) -> None:
     """Everything the fold needs, before any arithmetic: each refusal says what was expected and received."""
     if not isinstance(layer, kinds):
-        raise TypeError(f"{fn}: " + say(
-            en=f"the layer before the BatchNorm should be one of {_kinds(kinds)}, but got {type(layer).__name__}",
-            ko=f"BatchNorm 앞의 층은 {_kinds(kinds)} 중 하나여야 하는데, 받은 층은 {type(layer).__name__}입니다."))
+        raise TypeError(errors.fold_layer_type(fn, layer, kinds))
     if isinstance(layer.weight, nn.parameter.UninitializedParameter):
-        raise NormInputError(f"{fn}: " + say(
-            en=f"the {type(layer).__name__} has no weight yet (a lazy layer before its first call); "
-               f"expected a layer with its weight, run one batch through it first",
-            ko=f"{type(layer).__name__}에 아직 가중치가 없습니다(첫 호출 전의 lazy 층). 가중치가 있는 층이 "
-               f"필요하니 먼저 배치 하나를 통과시키세요."))
+        raise NormInputError(errors.fold_lazy_layer(fn, layer))
     if not isinstance(bn, BATCH_NORMS):
-        raise TypeError(f"{fn}: " + say(
-            en=f"expected a BatchNorm (torch.nn.BatchNorm1d/2d/3d or normlib's) after the layer, but got "
-               f"{type(bn).__name__}; only BatchNorm in evaluation mode is a fixed affine map per channel",
-            ko=f"층 뒤에는 BatchNorm(torch.nn.BatchNorm1d/2d/3d나 normlib의 것)이 와야 하는데, 받은 층은 "
-               f"{type(bn).__name__}입니다. 평가 모드의 BatchNorm만 채널마다 고정된 아핀 변환입니다."))
+        raise TypeError(errors.fold_not_batch_norm(fn, bn))
     if bn.training:
-        raise NormInputError(f"{fn}: " + say(
-            en="expected a BatchNorm in evaluation mode, but got one in training mode: training mode "
-               "normalizes with each batch's own mean and variance, which no fixed weight and bias can "
-               "reproduce. Call bn.eval() first; the fold uses the running statistics",
-            ko="평가 모드의 BatchNorm이 필요한데 학습 모드인 것을 받았습니다. 학습 모드는 배치마다 그 배치의 "
-               "평균과 분산으로 정규화하므로, 고정된 가중치와 편향으로는 재현할 수 없습니다. 먼저 bn.eval()을 "
-               "부르세요. 접기는 이동 통계를 씁니다."))
+        raise NormInputError(errors.fold_training(fn))
     if bn.running_mean is None or bn.running_var is None:
-        raise NormInputError(f"{fn}: " + say(
-            en=f"expected a BatchNorm with running statistics, but got {type(bn).__name__} with "
-               f"track_running_stats=False, which normalizes every batch with its own statistics even in "
-               f"evaluation mode; build it with track_running_stats=True and train it",
-            ko=f"이동 통계가 있는 BatchNorm이 필요한데, 받은 층은 track_running_stats=False인 {type(bn).__name__}"
-               f"입니다. 이 층은 평가 모드에서도 배치마다 그 배치의 통계로 정규화합니다. "
-               f"track_running_stats=True로 만들어 학습시키세요."))
+        raise NormInputError(errors.fold_no_running_stats(fn, bn))
     what = "out_features" if isinstance(layer, nn.Linear) else "out_channels"
     channels = _channels(layer)
     if channels != bn.num_features or bn.running_mean.numel() != channels:
-        raise NormInputError(f"{fn}: " + say(
-            en=f"the BatchNorm should normalize the layer's {channels} output channels ({what}={channels}), "
-               f"but got a {type(bn).__name__} with num_features={bn.num_features}",
-            ko=f"BatchNorm은 층의 출력 채널 {channels}개({what}={channels})를 정규화해야 하는데, "
-               f"받은 층은 {type(bn).__name__}(num_features={bn.num_features})입니다."))
-
+        raise NormInputError(errors.fold_channels(fn, channels, what, bn))

@@ -4,6 +4,8 @@ Every error normlib raises starts with torch's own words for that error, in Engl
 and code written against torch, look for them), and goes on with normlib's explanation of what was
 expected and what was received, in the selected language. ``import normlib`` speaks English, as
 libraries do; a Korean chapter calls ``normlib.set_language("ko")`` (``normlib_book.start`` does).
+The texts themselves are in :mod:`normlib.errors`, one function per error; the modules reach it
+through :data:`errors` here, which imports it when a message is first needed.
 
 >>> say(en="expected", ko="기대했습니다")
 'expected'
@@ -17,7 +19,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["LANGUAGES", "set_language", "language", "speaking", "say", "layouts_ko"]
+__all__ = ["LANGUAGES", "set_language", "language", "speaking", "say", "errors"]
 
 LANGUAGES = ("en", "ko")
 _selected = ["en"]
@@ -26,8 +28,7 @@ _selected = ["en"]
 def set_language(lang: str) -> None:
     """Explain errors in ``lang``: ``"en"`` (the default) or ``"ko"``."""
     if lang not in LANGUAGES:
-        raise ValueError(say(en=f"set_language expects 'en' or 'ko', but got {lang!r}",
-                             ko=f"set_language에는 'en'이나 'ko'를 주어야 하는데, 받은 값은 {lang!r}입니다."))
+        raise ValueError(errors.unknown_language(lang))
     _selected[0] = lang
 
 
@@ -48,14 +49,16 @@ def speaking(lang: str) -> Iterator[None]:
 
 
 def say(*, en: str, ko: str) -> str:
-    """The explanation in the selected language; both are written where the error is raised."""
+    """The explanation in the selected language; :mod:`normlib.errors` writes both."""
     return ko if _selected[0] == "ko" else en
 
 
-def layouts_ko(dims, layouts: str) -> str:
-    """Input layouts in Korean, each with its number of dimensions, for a Korean message.
+class _Catalogue:
+    """:mod:`normlib.errors`, imported the first time one of its messages is asked for."""
 
-    >>> layouts_ko((2, 3), "(N, C) or (N, C, L)")
-    '2차원 (N, C) 또는 3차원 (N, C, L)'
-    """
-    return " 또는 ".join(f"{d}차원 {layout}" for d, layout in zip(dims, layouts.split(" or ")))
+    def __getattr__(self, name: str):
+        from . import errors
+        return getattr(errors, name)
+
+
+errors = _Catalogue()

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from . import functional as F
 from .axes import NormInputError, ShapeLike, as_normalized_shape
-from .messages import layouts_ko, say
+from .messages import errors
 
 __all__ = [
     "LayerNorm", "RMSNorm", "GroupNorm",
@@ -137,18 +137,9 @@ class GroupNorm(nn.Module):
         # As torch.nn: divisibility is checked here (num_groups=0 divides by zero), a negative
         # num_groups when the layer runs (normlib.axes.group_norm_axes, through normlib.checks).
         if num_groups == 0:
-            raise ZeroDivisionError("integer modulo by zero: " + say(
-                en=f"GroupNorm splits num_channels={num_channels} into num_groups groups of equal size, so it "
-                   f"needs num_groups >= 1, but got num_groups=0",
-                ko=f"GroupNorm은 채널(num_channels={num_channels})을 같은 크기의 그룹 num_groups개로 나누므로 "
-                   f"num_groups >= 1이어야 하는데 num_groups=0을 받았습니다."))
+            raise ZeroDivisionError(errors.group_norm_zero_groups(num_channels))
         if num_channels % num_groups != 0:
-            raise NormInputError(
-                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups}): " + say(
-                    en=f"GroupNorm splits the channels into groups of equal size, but got num_channels={num_channels} "
-                       f"and num_groups={num_groups}",
-                    ko=f"GroupNorm은 채널을 같은 크기의 그룹으로 나누는데, 채널 수가 그룹 수로 나누어떨어지지 않습니다"
-                       f"(num_channels={num_channels}, num_groups={num_groups})."))
+            raise NormInputError(errors.group_norm_not_divisible(num_channels, num_groups))
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
@@ -207,15 +198,8 @@ class _NormBase(nn.Module):
         _reset_affine(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
-        allowed = self._allowed_dims
-        if input.dim() not in allowed:
-            expected = " or ".join(f"{d}D" for d in allowed)
-            raise NormInputError(
-                f"expected {expected} input (got {input.dim()}D input): " + say(
-                    en=f"{type(self).__name__} expects a {expected} input {self._layouts}, but got a "
-                       f"{input.dim()}D input of shape {tuple(input.shape)}",
-                    ko=f"{type(self).__name__}에는 {layouts_ko(allowed, self._layouts)} 입력이 필요한데, "
-                       f"{input.dim()}차원 입력(모양 {tuple(input.shape)})을 받았습니다."))
+        if input.dim() not in self._allowed_dims:
+            raise NormInputError(errors.input_dims(type(self).__name__, self._allowed_dims, self._layouts, input))
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -325,40 +309,28 @@ class _InstanceNorm(_NormBase):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        unbatched = self._check_instance_input(input)
+        out = F.instance_norm(
+            input.unsqueeze(0) if unbatched else input, self.running_mean, self.running_var, self.weight, self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0, self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
+
+    def _check_instance_input(self, input: Tensor) -> bool:
+        """Check the input's dimensions and channels; return whether it lacks the batch axis."""
         self._check_input_dim(input)
         unbatched = input.dim() == self._allowed_dims[0]
         dim = 0 if unbatched else 1                     # where the channels are
         if input.size(dim) != self.num_features:
             if self.affine:
-                raise NormInputError(
-                    f"expected input's size at dim={dim} to match num_features ({self.num_features}), but "
-                    f"got: {input.size(dim)}. " + say(
-                        en=f"{type(self).__name__}({self.num_features}) has one γ and β per channel: it expects "
-                           f"{self.num_features} channels at dim {dim} of a {self._layouts} input, but got an "
-                           f"input of shape {tuple(input.shape)}",
-                        ko=f"{type(self).__name__}({self.num_features})에는 채널마다 γ와 β가 하나씩 있으므로 채널 "
-                           f"{self.num_features}개가 {self._layouts.replace(' or ', ' 또는 ')} 입력의 dim {dim}에 "
-                           f"있어야 하는데, 모양 {tuple(input.shape)}인 입력을 받았습니다."))
+                raise NormInputError(errors.instance_channels(type(self).__name__, self.num_features, self._layouts,
+                                                              dim, input))
             # Without γ and β, num_features only sizes the running statistics (if any): as torch.nn,
             # a warning (and an error from instance_norm if running statistics are tracked).
-            warnings.warn(f"input's size at dim={dim} does not match num_features. You can silence this warning by "
-                          f"not passing in num_features, which is not used because affine=False. " + say(
-                en=f"{type(self).__name__}({self.num_features}) got an input of shape {tuple(input.shape)}. With "
-                   f"affine=False num_features sizes no γ or β (only the running statistics, if tracked), so every "
-                   f"channel is normalized; set num_features={input.size(dim)} to silence this warning",
-                ko=f"{type(self).__name__}({self.num_features})의 num_features와 입력(모양 {tuple(input.shape)})의 "
-                   f"채널 수가 다릅니다. affine=False에서 num_features는 γ, β의 크기를 정하지 않으므로(이동 통계를 "
-                   f"둘 때 그 크기만 정합니다) 모든 채널이 정규화됩니다. 이 경고를 없애려면 "
-                   f"num_features를 채널 수와 같게 만드세요(num_features={input.size(dim)})."),
-                UserWarning, stacklevel=2)
-        if unbatched:
-            input = input.unsqueeze(0)
-        out = F.instance_norm(
-            input, self.running_mean, self.running_var, self.weight, self.bias,
-            self.training or not self.track_running_stats,
-            self.momentum if self.momentum is not None else 0.0, self.eps,
-        )
-        return out.squeeze(0) if unbatched else out
+            warnings.warn(errors.instance_channels_warning(type(self).__name__, self.num_features, dim, input),
+                          UserWarning, stacklevel=3)
+        return unbatched
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -52,7 +52,7 @@ from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from .messages import say
+from .messages import errors
 
 __all__ = ["moments", "Moments", "two_pass", "naive", "welford", "merge", "merge_all", "chunked"]
 
@@ -199,8 +199,7 @@ def merge_all(parts: Iterable[Moments]) -> Moments:
     for part in parts:
         total = part if total is None else merge(total, part)
     if total is None:
-        raise ValueError(say(en="merge_all needs at least one Moments, got an empty iterable",
-                             ko="merge_all에는 Moments가 하나 이상 필요한데 빈 iterable을 받았습니다."))
+        raise ValueError(errors.merge_all_empty())
     return total
 
 
@@ -211,6 +210,5 @@ def chunked(x: Tensor, chunks: int, dim: int = 0) -> Moments:
     tensor(5.)
     """
     if chunks < 1:
-        raise ValueError(say(en=f"chunks must be a positive int, got {chunks}",
-                             ko=f"chunks는 양의 int여야 하는데, 받은 값은 {chunks}입니다."))
+        raise ValueError(errors.chunks_not_positive(chunks))
     return merge_all(two_pass(c, dim) for c in torch.tensor_split(x, chunks, dim=dim))

@@ -18,7 +18,7 @@ was allocated when the call began (:func:`~normlib_benchmarks.machine.peak_memor
 the intermediates, the graph saved for backward and the fresh gradients all count; the
 inputs, γ, β and dy were allocated before). ``saved_bytes`` (forward+backward only): the
 bytes the forward leaves in the autograd graph for the backward, by
-:func:`normlib.autograd.saved_for_backward` (inputs saved count too: x is usually one of
+:func:`normlib_book.instruments.saved_for_backward` (inputs saved count too: x is usually one of
 them). For the compiled variant these are the tensors its compiled backward keeps, as
 torch.compile's partitioner chose them (its autograd.Function saves them through the same
 hooks; measuring does not recompile).
@@ -38,7 +38,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from normlib import autograd
+from normlib_book.instruments import saved_for_backward
 
 from .graphs import compile_counts
 from .machine import GB, copy_bandwidth, load_average, machine_info, matmul_gflops, peak_memory
@@ -135,7 +135,7 @@ def compare_ops(pairs: Sequence[Tuple[str, str]], shape: Sequence[int], mode: st
         peak = peak_memory(lambda fn=fn, case=case: case.call(fn))
         saved = None
         if mode == "forward+backward":
-            saved = autograd.saved_for_backward(case.forward, fn).nbytes
+            saved = saved_for_backward(case.forward, fn).nbytes
         seconds = statistics.median(times[op, variant])
         compile_seconds, graphs, cached = compiled.get(op, (None, None, None)) if variant == "compiled" else (None,) * 3
         rows.append(Row(

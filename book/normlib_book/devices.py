@@ -9,9 +9,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from normlib.distributed import SyncBatchNorm, gather_moments, local_moments, traffic
+from normlib.distributed import SyncBatchNorm, gather_moments, local_moments
 from normlib.functional import batch_norm
 from normlib.stats import merge_all
+
+from .instruments import traffic
 
 __all__ = ["split_steps", "ddp_running_stats"]
 

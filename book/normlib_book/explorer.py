@@ -39,6 +39,7 @@ from normlib.stats import moments
 
 from . import examples
 from .i18n import check_lang, text
+from .instruments import labels, sequence_sharing
 
 __all__ = ["Explorer", "sample_values", "METHODS", "LIMITS"]
 
@@ -199,8 +200,8 @@ class Explorer(anywidget.AnyWidget):
         weight = lambda shape: torch.full(shape, self.gamma, dtype=torch.float64)  # noqa: E731
         bias = lambda shape: torch.full(shape, self.beta, dtype=torch.float64)  # noqa: E731
         # one row per statistic, in the widget's order (normlib.axes numbers them as explorer.js does)
-        labels = self.sharing().labels().flatten()
-        groups = torch.stack([x.flatten()[labels == j] for j in range(int(labels.max()) + 1)])
+        cells = labels(self.sharing()).flatten()
+        groups = torch.stack([x.flatten()[cells == j] for j in range(int(cells.max()) + 1)])
         if method == "rms":
             mean, var = groups.square().mean(1), None
         else:
@@ -237,7 +238,7 @@ class Explorer(anywidget.AnyWidget):
         are the statistics' numbers the widget shows, minus one."""
         shape = tuple(self.input().shape)
         if self.form == "sequence":
-            return axes.sequence_sharing(self.method, shape)
+            return sequence_sharing(self.method, shape)
         if self.method in ("layer", "rms"):
             return axes.sharing(self.method, shape, normalized_shape=shape[1:])
         return axes.sharing(self.method, shape, num_groups=self.groups if self.method == "group" else None)
@@ -292,7 +293,7 @@ class Explorer(anywidget.AnyWidget):
         where = {"image": ("nx_where_image", {"n": i // (b * k) + 1, "c": i // k % b + 1, "s": i % k + 1}),
                  "sequence": ("nx_where_sequence", {"b": i // (b * k) + 1, "l": i // k % b + 1, "d": i % k + 1}),
                  "table": ("nx_where_table", {"n": "ABCDEF"[i // k], "d": i % k + 1})}[self.form]
-        stat = int(self.sharing().labels().flatten()[i])
+        stat = int(labels(self.sharing()).flatten()[i])
         moment = (f"{text('mean_square', self.lang)} = {_fmt(values['mean'][stat])}" if self.method == "rms" else
                   f"μ = {_fmt(values['mean'][stat])}, σ² = {_fmt(values['variance'][stat])}")
         line = text("nx_report", self.lang).format(where=text(where[0], self.lang).format(**where[1]), stat=moment,

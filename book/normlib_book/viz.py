@@ -34,6 +34,7 @@ from normlib import functional as _F
 
 from . import examples as _examples
 from .i18n import check_lang, text
+from .instruments import labels, sequence_sharing
 
 __all__ = [
     "COLORS", "PALETTE", "setup", "korean_font",
@@ -145,7 +146,7 @@ def table_figure(
         share = _axes.sharing("batch", (n, c))
     else:
         share = _axes.sharing(method, (n, c), normalized_shape=c)
-    groups = share.labels()
+    groups = labels(share)
     number_format = "{:g}" if show == "input" else "{:.2f}"
     if show == "input":
         shown = x
@@ -218,7 +219,7 @@ def block_sharing(shape: Sequence[int], method: str, layout: str = "image",
     ``layer`` and ``rms`` (over ``(C, *spatial)``, one statistic per sample, as in the Group
     Normalization paper's figure), ``instance``, ``group`` (needs ``num_groups``).
     ``layout="sequence"``: ``shape`` is ``(B, L, D)``, ``method`` one of
-    :data:`normlib.axes.SEQUENCE_METHODS`.
+    :data:`normlib_book.instruments.SEQUENCE_METHODS`.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}")
@@ -226,7 +227,7 @@ def block_sharing(shape: Sequence[int], method: str, layout: str = "image",
     if layout == "sequence":
         if num_groups is not None:
             raise ValueError(f"num_groups is only for method 'group' of the image layout; got {num_groups!r}")
-        return _axes.sequence_sharing(method, shape)
+        return sequence_sharing(method, shape)
     if method not in _axes.METHODS:
         raise ValueError(f"method must be one of {_axes.METHODS} for the image layout; got {method!r}")
     if len(shape) < 2:
@@ -269,7 +270,7 @@ def block_figure(
     An image batch ``(N, C, H, W)`` is drawn as ``N × C × (H·W)`` (samples going back, channels
     across, spatial positions up), as in the Group Normalization paper's figure; a token batch
     ``(B, L, D)`` as ``B × L × D``. The other cells are drawn as an outline. Statistic ids are
-    :meth:`normlib.axes.Sharing.labels`; ``which`` runs from 0 to ``num_statistics - 1``.
+    :func:`normlib_book.instruments.labels`; ``which`` runs from 0 to ``num_statistics - 1``.
     """
     check_lang(lang)
     share = block_sharing(shape, method, layout, num_groups)
@@ -277,9 +278,9 @@ def block_figure(
         raise ValueError(f"which must be an int from 0 to {share.num_statistics - 1} "
                          f"({method} on {tuple(shape)} has {share.num_statistics} statistics); got {which!r}")
     depth, across = share.shape[0], share.shape[1]
-    labels = share.labels().reshape(depth, across, -1)
-    up = labels.shape[2]
-    highlighted = labels == which
+    cells = labels(share).reshape(depth, across, -1)
+    up = cells.shape[2]
+    highlighted = cells == which
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize)
     else:
@@ -335,7 +336,7 @@ def block_figure(
     dims = ", ".join(f"{name} = {size}" for name, size in zip(names, sizes))
     alt = text("block_alt", lang).format(title=title, dims=dims, which=which, count=share.count,
                                          total=share.num_statistics)
-    return BlockDrawing(fig=fig, labels=labels, highlighted=highlighted, sharing=share, alt=alt)
+    return BlockDrawing(fig=fig, labels=cells, highlighted=highlighted, sharing=share, alt=alt)
 
 
 def _block_axis_names(layout: str, ndim: int, lang: str) -> Tuple[str, str, str]:

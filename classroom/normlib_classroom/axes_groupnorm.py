@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from normlib.axes import METHODS, _fmt, sequence_sharing, sharing
+from normlib.axes import METHODS, _fmt, sharing
+from normlib_book.instruments import sequence_sharing
 
 from ._report import _case, _input, _name, _params, _passed, _Report, _start
 from ._slips import _channel_affine, _check_normalized, _Norm, _Pool

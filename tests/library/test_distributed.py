@@ -23,6 +23,7 @@ from helpers.torch_compare import assert_close_elementwise
 from normlib import distributed as D
 from normlib.axes import NormInputError
 from normlib_book.devices import split_steps
+from normlib_book.instruments import traffic
 from normlib_book.launch import WorkerError, launch
 
 # what this module needs beyond Python (tests/conftest.py: not in make test-fast)
@@ -88,7 +89,7 @@ def _run(layer, case, dtype, sizes, rank, rounded_to=None):
         x = x[_rows(sizes, rank)].clone().requires_grad_()
         for p in layer.parameters():
             p.grad = None
-        with D.traffic() as calls:
+        with traffic() as calls:
             y = layer(x)
             (y * upstream[_rows(sizes, rank)]).sum().backward()
         out.append(dict(
@@ -379,7 +380,7 @@ def test_edge_cases_agree_across_processes():
 def world_of_one_worker(rank, world_size):
     layer = D.SyncBatchNorm(3)
     x = torch.randn(5, 3, 2, generator=torch.Generator().manual_seed(3))
-    with D.traffic() as calls:
+    with traffic() as calls:
         y = layer(x)
     return D.is_synchronized(), calls, y.detach()
 
@@ -449,7 +450,7 @@ def test_outside_a_process_group_it_is_batchnorm():
             x = torch.randn(shape) * 3 + 1
             xo, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
             up = torch.randn(shape)
-            with D.traffic() as calls:
+            with traffic() as calls:
                 (ours(xo) * up).sum().backward()
             (ref(xr) * up).sum().backward()
             assert calls == []

@@ -34,6 +34,7 @@ from helpers.torch_compare import (
     running_stats,
 )
 from normlib import axes
+from normlib_book.instruments import labels
 
 # ------------------------------------------------------------------ strategies
 
@@ -47,8 +48,8 @@ def test_layer_norm_matches_torch(shapes, dtype, seed, offset, scale, eps, with_
     ours = forward_and_grads(lambda x, **kw: NF.layer_norm(x, ns, eps=eps, **kw), inp)
     torch_fn = lambda x, **kw: TF.layer_norm(x, norm, eps=eps, **kw)
     theirs = forward_and_grads(torch_fn, inp)
-    labels = axes.layer_norm_axes(shape, norm).labels()
-    compare(ours, theirs, inp, labels, eps, centered=True, what=f"layer_norm{shape} {dtype}",
+    cells = labels(axes.layer_norm_axes(shape, norm))
+    compare(ours, theirs, inp, cells, eps, centered=True, what=f"layer_norm{shape} {dtype}",
             exact=exact_of(torch_fn, inp))
 
 
@@ -61,8 +62,8 @@ def test_rms_norm_matches_torch(shapes, eps_default, dtype, seed, offset, scale,
     eff_eps = torch.finfo(compute_dtype(dtype)).eps if eps_default else eps
     torch_fn = lambda x, weight, bias: TF.rms_norm(x, norm, weight, eps=eff_eps)
     theirs = forward_and_grads(lambda x, weight, bias: TF.rms_norm(x, norm, weight, eps=eps_arg), inp)
-    labels = axes.rms_norm_axes(shape, norm).labels()
-    compare(ours, theirs, inp, labels, eff_eps, centered=False, what=f"rms_norm{shape} {dtype}",
+    cells = labels(axes.rms_norm_axes(shape, norm))
+    compare(ours, theirs, inp, cells, eff_eps, centered=False, what=f"rms_norm{shape} {dtype}",
             exact=exact_of(torch_fn, inp))
 
 
@@ -85,8 +86,8 @@ def test_group_norm_matches_torch(data, dtype, seed, offset, scale, eps, with_we
             weight = torch.ones(shape[1], dtype=x.dtype)
         return TF.group_norm(x, groups, weight, bias, eps=eps)
     theirs = forward_and_grads(torch_fn, inp)
-    labels = axes.group_norm_axes(shape, groups).labels()
-    compare(ours, theirs, inp, labels, eps, centered=True, channel_of=1, what=f"group_norm{shape}/G={groups} {dtype}",
+    cells = labels(axes.group_norm_axes(shape, groups))
+    compare(ours, theirs, inp, cells, eps, centered=True, channel_of=1, what=f"group_norm{shape}/G={groups} {dtype}",
             exact=exact_of(torch_fn, inp))
 
 
@@ -115,10 +116,10 @@ def test_batch_norm_matches_torch(shape, training, momentum, with_running, dtype
     what = f"batch_norm{shape} training={training} {dtype}"
     if training:
         exact = exact_of(lambda x, **kw: TF.batch_norm(x, None, None, training=True, eps=eps, **kw), inp)
-        compare(ours, theirs, inp, s.labels(), eps, centered=True, channel_of=1, what=what, exact=exact)
+        compare(ours, theirs, inp, labels(s), eps, centered=True, channel_of=1, what=what, exact=exact)
         if with_running:
             # forward_and_grads ran the forward once each, so each updated its running stats once
-            compare_running((rm_o, rv_o), (rm_t, rv_t), inp, s.labels(), eps, momentum, s.count, what,
+            compare_running((rm_o, rv_o), (rm_t, rv_t), inp, labels(s), eps, momentum, s.count, what,
                              (rm_e, rv_e))
     else:
         compare_eval(ours, theirs, inp, rm_t, rv_t, eps, what)
@@ -151,9 +152,9 @@ def test_instance_norm_matches_torch(shape, use_input_stats, momentum, with_runn
     what = f"instance_norm{shape} use_input_stats={use_input_stats} {dtype}"
     if use_input_stats:
         exact = exact_of(lambda x, **kw: TF.instance_norm(x, eps=eps, **kw), inp)
-        compare(ours, theirs, inp, s.labels(), eps, centered=True, channel_of=1, what=what, exact=exact)
+        compare(ours, theirs, inp, labels(s), eps, centered=True, channel_of=1, what=what, exact=exact)
         if with_running and inp.x.numel():
-            compare_running((rm_o, rv_o), (rm_t, rv_t), inp, s.labels(), eps, momentum, s.count, what,
+            compare_running((rm_o, rv_o), (rm_t, rv_t), inp, labels(s), eps, momentum, s.count, what,
                              (rm_e, rv_e))
     else:
         compare_eval(ours, theirs, inp, rm_t, rv_t, eps, what)

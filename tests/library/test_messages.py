@@ -1,6 +1,7 @@
-"""normlib explains its errors in English or Korean: every message is written in both where it is
-raised, `import normlib` speaks English, and Korean selected, every error torch would raise comes
-with torch's words first and a Korean explanation (with the shapes and names it must hold)."""
+"""normlib explains its errors in English or Korean: every message is a function of the catalogue
+normlib/errors.py, written there in both languages, and each raise site names one; `import normlib`
+speaks English, and Korean selected, every error torch would raise comes with torch's words first
+and a Korean explanation (with the shapes and names it must hold)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from helpers.paths import ROOT
 from helpers.text import has_hangul
 
 CORE = sorted((ROOT / "normlib").glob("*.py"))
+CATALOGUE = ROOT / "normlib" / "errors.py"
+# raise sites whose words are Python's own, not normlib's: a module's missing attribute
+PYTHONS_WORDS = {("__init__.py", "AttributeError")}
 
 
 def _is_say(node) -> bool:
@@ -24,36 +28,78 @@ def _is_say(node) -> bool:
 
 
 def _message_calls(tree):
-    """Every raise of a new exception and every warnings.warn, with its message arguments."""
+    """Every raise of a new exception and every warnings.warn: (line, exception name, message arguments)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            yield node.lineno, node.exc.args
+            yield node.lineno, getattr(node.exc.func, "id", None), node.exc.args
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "warn":
-            yield node.lineno, node.args[:1]
+            yield node.lineno, "warn", node.args[:1]
 
 
-def test_every_message_of_the_library_is_written_in_both_languages():
-    problems, seen = [], 0
+def _catalogue_entry(args):
+    """The name of the catalogue function a raise site's message is (``errors.name(...)``), or None."""
+    if len(args) == 1 and isinstance(args[0], ast.Call) and isinstance(args[0].func, ast.Attribute) \
+            and getattr(args[0].func.value, "id", None) == "errors":
+        return args[0].func.attr
+    return None
+
+
+def _catalogue_functions():
+    tree = ast.parse(CATALOGUE.read_text(encoding="utf-8"))
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+
+
+def _raise_sites():
+    """{catalogue function: [where it is raised]}, and the raise sites that name no catalogue function."""
+    used, inline = {}, []
     for path in CORE:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for line, args in _message_calls(tree):
-            seen += 1
-            if not any(_is_say(n) for a in args for n in ast.walk(a)):
-                problems.append(f"{path.name}:{line} raises a message not written with say(en=..., ko=...)")
-        for node in ast.walk(tree):
+        if path == CATALOGUE:
+            continue
+        for line, exc, args in _message_calls(ast.parse(path.read_text(encoding="utf-8"))):
+            name = _catalogue_entry(args)
+            if name is not None:
+                used.setdefault(name, []).append(f"{path.name}:{line}")
+            elif (path.name, exc) not in PYTHONS_WORDS:
+                inline.append(f"{path.name}:{line}")
+    return used, inline
+
+
+def test_every_raise_site_names_one_message_of_the_catalogue():
+    used, inline = _raise_sites()
+    assert sum(map(len, used.values())) > 50, f"found only {sum(map(len, used.values()))} raise sites: is the search broken?"
+    assert not inline, f"raise sites with their text inline, not errors.<name>(...): {inline}"
+    unknown = sorted(set(used) - set(_catalogue_functions()))
+    assert not unknown, f"raise sites name messages the catalogue does not have: {unknown}"
+
+
+def test_every_message_of_the_catalogue_is_raised_somewhere():
+    used, _ = _raise_sites()
+    dead = sorted(set(_catalogue_functions()) - set(used))
+    assert not dead, f"messages in normlib/errors.py that nothing raises: {dead}"
+
+
+def test_every_message_is_written_in_both_languages():
+    problems = []
+    for name, function in _catalogue_functions().items():
+        if not any(_is_say(n) for n in ast.walk(function)):
+            problems.append(f"errors.{name} has no say(en=..., ko=...)")
+    for path in CORE:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if _is_say(node):
+                if path != CATALOGUE:
+                    problems.append(f"{path.name}:{node.lineno} writes a message outside the catalogue")
                 texts = {k.arg: " ".join(c.value for c in ast.walk(k.value) if isinstance(c, ast.Constant)
                                          and isinstance(c.value, str)) for k in node.keywords}
                 if set(texts) != {"en", "ko"} or not has_hangul(texts["ko"]) or has_hangul(texts["en"]):
                     problems.append(f"{path.name}:{node.lineno} say() needs English en= and Korean ko=")
-    assert seen > 30, f"found only {seen} messages in normlib's modules"
+    assert len(_catalogue_functions()) > 50
     assert not problems, "\n".join(problems)
 
 
-def test_the_check_sees_a_message_in_one_language():
-    tree = ast.parse("raise ValueError(f'bad {x}')\nraise ValueError(say(en='bad', ko='나쁨'))\n")
-    calls = list(_message_calls(tree))
-    assert [any(_is_say(n) for a in args for n in ast.walk(a)) for _, args in calls] == [False, True]
+def test_the_checks_see_an_inline_message_and_a_dead_one():
+    tree = ast.parse("raise ValueError(f'bad {x}')\nraise ValueError(errors.bad(x))\nwarnings.warn(errors.odd(x), UserWarning)\n")
+    assert [_catalogue_entry(args) for _, _, args in _message_calls(tree)] == [None, "bad", "odd"]
+    assert "chunks_not_positive" in _catalogue_functions() and "_given" not in _catalogue_functions()
 
 
 def test_import_normlib_speaks_english_and_set_language_checks_its_argument():

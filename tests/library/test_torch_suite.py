@@ -66,6 +66,7 @@ from helpers.torch_compare import (
     roundoff,
 )
 from normlib import axes
+from normlib_book.instruments import labels
 
 # --------------------------------------------------------------------------- torch's databases
 
@@ -263,14 +264,14 @@ def _op_scales(fn_name: str, args) -> _Scales:
         shape = axes.as_normalized_shape(args["normalized_shape"])
         s = axes.layer_norm_axes(x.shape, shape)
         eps = args["eps"] if args["eps"] is not None else torch.finfo(compute_dtype(x.dtype)).eps
-        return _Scales(s.labels(), eps, fn_name == "layer_norm")
+        return _Scales(labels(s), eps, fn_name == "layer_norm")
     if fn_name == "group_norm":
-        return _Scales(axes.group_norm_axes(x.shape, args["num_groups"]).labels(), args["eps"], True, 1)
+        return _Scales(labels(axes.group_norm_axes(x.shape, args["num_groups"])), args["eps"], True, 1)
     uses_batch = args["training"] if fn_name == "batch_norm" else args["use_input_stats"]
     if not uses_batch:
         return _Scales(running=(args["running_mean"], args["running_var"]), eps=args["eps"])
     s = axes.batch_norm_axes(x.shape) if fn_name == "batch_norm" else axes.instance_norm_axes(x.shape)
-    return _Scales(s.labels(), args["eps"], True, 1, count=s.count)
+    return _Scales(labels(s), args["eps"], True, 1, count=s.count)
 
 
 def _compare(ours, theirs, x, weight, bias, upstream, scales: _Scales, what: str):
@@ -560,12 +561,12 @@ def _module_scales(module, x: Tensor, training: bool) -> _Scales:
     name = type(module).__name__
     if name in ("LayerNorm", "RMSNorm"):
         eps = module.eps if module.eps is not None else torch.finfo(compute_dtype(x.dtype)).eps
-        return _Scales(axes.layer_norm_axes(x.shape, module.normalized_shape).labels(), eps, name == "LayerNorm")
+        return _Scales(labels(axes.layer_norm_axes(x.shape, module.normalized_shape)), eps, name == "LayerNorm")
     if name == "GroupNorm":
-        return _Scales(axes.group_norm_axes(x.shape, module.num_groups).labels(), module.eps, True, 1)
+        return _Scales(labels(axes.group_norm_axes(x.shape, module.num_groups)), module.eps, True, 1)
     if training or not module.track_running_stats:
         s = axes.batch_norm_axes(x.shape) if name.startswith("BatchNorm") else axes.instance_norm_axes(x.shape)
-        return _Scales(s.labels(), module.eps, True, 1, count=s.count)
+        return _Scales(labels(s), module.eps, True, 1, count=s.count)
     return _Scales(running=(module.running_mean.detach().clone(), module.running_var.detach().clone()),
                    eps=module.eps)
 
