@@ -12,8 +12,7 @@ import torch  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 
 from helpers.text import has_hangul  # noqa: E402
-from normlib import axes  # noqa: E402
-from normlib_book import viz  # noqa: E402
+from normlib_book import instruments, viz  # noqa: E402
 
 
 # -- the oracle: which inputs does torch's output at one element depend on? -----------------------
@@ -46,7 +45,7 @@ def pooled_with(layout, method, shape, element, num_groups=None) -> torch.Tensor
 CASES = [("image", shape, m, None) for shape in [(2, 6, 2, 2), (3, 4, 5)] for m in ("batch", "layer", "instance", "rms")]
 CASES += [("image", (2, 6, 2, 2), "group", g) for g in (1, 2, 3, 6)] + [("image", (3, 4, 5), "group", 2)]
 CASES += [("image", (5, 3), m, None) for m in ("batch", "layer", "rms")]
-CASES += [("sequence", shape, m, None) for shape in [(2, 4, 3), (3, 2, 5)] for m in axes.SEQUENCE_METHODS]
+CASES += [("sequence", shape, m, None) for shape in [(2, 4, 3), (3, 2, 5)] for m in instruments.SEQUENCE_METHODS]
 
 
 @pytest.mark.parametrize("layout,shape,method,groups", CASES, ids=lambda v: str(v))
@@ -61,7 +60,7 @@ def test_every_block_fills_exactly_what_torch_pools(layout, shape, method, group
         first = tuple(int(i) for i in filled.nonzero()[0])
         assert torch.equal(filled, pooled_with(layout, method, shape, first, groups)), (layout, method, which)
         # and the same as normlib.axes says, for the element drawn
-        assert torch.equal(filled, share.mask(first))
+        assert torch.equal(filled, instruments.mask(share, first))
         assert int(filled.sum()) == share.count
 
 

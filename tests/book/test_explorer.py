@@ -29,6 +29,7 @@ from helpers.explorer_oracle import normalize, sizes, statistic_rows, values
 from helpers.paths import ROOT, running_in_ci
 from normlib_book import explorer as X
 from normlib_book.i18n import STRINGS
+from normlib_book.instruments import labels
 
 TOL = 1e-12
 MODULE = ROOT / "book" / "normlib_book" / "explorer.js"
@@ -157,7 +158,7 @@ def test_each_element_uses_the_statistic_torch_pools_it_with(layout, method):
     x3 = values(case).requires_grad_()
     y = normalize(case, x3, False, torch.zeros(x3.shape[1 if layout == "image" else 2], dtype=torch.float64),
                   torch.ones(x3.shape[1 if layout == "image" else 2], dtype=torch.float64))
-    ids = e.sharing().labels().flatten().tolist()
+    ids = labels(e.sharing()).flatten().tolist()
     for i in range(x3.numel()):
         (grad,) = torch.autograd.grad(y.flatten()[i], x3, retain_graph=True)
         pooled = {j for j in range(x3.numel()) if grad.flatten()[j] != 0}

@@ -15,7 +15,7 @@ import torch  # noqa: E402
 from helpers.text import has_hangul  # noqa: E402
 from normlib import axes  # noqa: E402
 from normlib import functional as F
-from normlib_book import examples, i18n, viz  # noqa: E402
+from normlib_book import examples, i18n, instruments, viz  # noqa: E402
 
 # -- colour blindness ---------------------------------------------------------------------------
 # Machado, Oliveira & Fernandes (2009) simulation matrices at severity 1.0, applied in linear RGB.
@@ -100,7 +100,7 @@ def test_table_colours_exactly_the_cells_that_share(method, shape):
     rows, cols = [f"r{i}" for i in range(shape[0])], [f"c{j}" for j in range(shape[1])]
     drawing = viz.table_figure(x, method, "en", show="normalized", row_names=rows, column_names=cols)
     kwargs = {} if method == "batch" else {"normalized_shape": shape[1]}
-    expected = axes.sharing(method, shape, **kwargs).labels()
+    expected = instruments.labels(axes.sharing(method, shape, **kwargs))
     assert torch.equal(drawing.groups, expected)
     # one colour per statistic, different statistics in different colours
     faces = [p.get_facecolor() for p in drawing.fig.axes[0].patches]
