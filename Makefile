@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: help book test test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
+.PHONY: help book test timings test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
 	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export \
 	student
 
@@ -57,10 +57,16 @@ assets: $(STAMP)
 ## and nbval on every chapter notebook in a fresh kernel. Two pytest-xdist workers (WORKERS=N for
 ## more, WORKERS=0 for one process); tests/conftest.py says what stays together and what goes first.
 WORKERS ?= 2
+TEST_ALL = tests normlib chapters --doctest-modules \
+	--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	-n $(WORKERS) --dist loadscope
 test: $(STAMP)
-	$(PY) -m pytest tests normlib chapters --doctest-modules \
-		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		-n $(WORKERS) --dist loadscope
+	$(PY) -m pytest $(TEST_ALL)
+
+## Every test, as make test runs them, and each group's time in that run written to tests/TIMINGS.md
+## (tests/timings.py, from the run's own durations; make test itself writes nothing).
+timings: $(STAMP)
+	$(PY) -m pytest $(TEST_ALL) --timings=tests/TIMINGS.md
 
 ## The fast loop for contributors (under a minute on 2 cores): the library tests, normlib's doctests
 ## and the chapter source/pair tests, i.e. every test not marked slow (tests/conftest.py): no notebook
@@ -153,7 +159,7 @@ assignments: $(STAMP)
 
 # The classroom (classroom/README.md): nbgrader runs inside the course folder COURSE. Name
 # assignments with ASSIGNMENTS="02_batchnorm_ko 04_axes_groupnorm_ko" (default: all of source/).
-COURSE      ?= assignments
+COURSE      ?= classroom/course
 ASSIGNMENTS ?=
 CLASSROOM   := $(PY) classroom/tools/classroom.py
 

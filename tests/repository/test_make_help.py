@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -68,3 +69,29 @@ def test_the_checks_see_a_target_without_a_comment(tmp_path):
     sample.write_text(makefile, encoding="utf-8")
     assert "undocumented" in listed(make_help(sample))      # listed, with no comment: the first test fails on it
     assert documented_targets("## one\nX ?= 1\nfirst:\n\nsecond:\n") == {"first": "one", "second": ""}
+
+
+def test_make_timings_writes_the_table_and_a_plain_run_writes_nothing(tmp_path):
+    """`make timings` is `make test` with --timings=tests/TIMINGS.md (tests/timings.py); the option
+    writes each group's time in that run, and a run without it writes no file."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^timings:.*\n\t(.*)", makefile, re.MULTILINE).group(1)
+    assert recipe == "$(PY) -m pytest $(TEST_ALL) --timings=tests/TIMINGS.md", recipe
+    assert re.search(r"^test:.*\n\t\$\(PY\) -m pytest \$\(TEST_ALL\)\n", makefile, re.MULTILINE)
+    test = "tests/repository/test_make_help.py::test_every_public_target_has_a_comment"
+    committed = ROOT / "tests" / "TIMINGS.md"
+
+    def stamp():
+        return committed.stat().st_mtime_ns if committed.exists() else None
+
+    def run(*extra: str) -> None:
+        subprocess.run([sys.executable, "-m", "pytest", test, "-q", *extra], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300, check=True)
+
+    before = stamp()
+    run()
+    assert stamp() == before, "a plain pytest run wrote tests/TIMINGS.md"
+    table = tmp_path / "TIMINGS.md"
+    run(f"--timings={table}")
+    written = table.read_text(encoding="utf-8")
+    assert "| group | tests | time in the run |" in written and "| `repository` | 1 |" in written, written
