@@ -271,8 +271,3 @@ def pytest_collection_finish(session):
 # --- Timings: `pytest --timings=FILE` (make timings) writes each group's time in this run (tests/timings.py) ---
 
 from timings import pytest_addoption, pytest_sessionstart  # noqa: E402, F401
-
-
-# --- Timings: `pytest --timings=FILE` (make timings) writes each group's time in this run (tests/timings.py) ---
-
-from timings import pytest_addoption, pytest_sessionstart  # noqa: E402, F401
