@@ -102,7 +102,8 @@ class Sharing:
 
     The statistics have shape :attr:`stat_shape` (the input shape with reduced axes set
     to 1, as ``keepdim=True`` gives). ``group`` is computed on the view
-    :attr:`view_shape` ``= (N, G, C/G, *spatial)``, reducing :attr:`view_axes`.
+    :attr:`view_shape` ``= (N, G, C/G, *spatial)``, reducing :attr:`view_axes`. (The book turns a
+    sharing into cells to colour with ``normlib_book.instruments.labels`` and ``mask``.)
 
     >>> s = sharing("batch", (4, 3))
     >>> s.axes, s.count, s.num_statistics
