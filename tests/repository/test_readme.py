@@ -1,7 +1,9 @@
-"""The README is the front door and CONTRIBUTING.md the maintainers' side: every make target they
-name is a Makefile target, every repository path they name is in the repository or is one a
-command writes (git-ignored), the README stays about one screen per kind of reader, links the
-guides it points to, and gives the published book's address as _config.yml sets it.
+"""The README is the front door, CONTRIBUTING.md the map, ARCHITECTURE.md the tree, and each product
+folder has a README of its own: every make target they name is a Makefile target, every path they
+name is in the repository (from its root, or from the page's folder) or is one a command writes
+(git-ignored), every link leads to a file, the README gives every kind of reader a section from its
+first screen, and gives the published book's address as _config.yml sets it. (No line caps: the
+README's length is a matter for its review, not a number echoed here.)
 
 The book's address is not a key of its own: GitHub Pages publishes the repository
 ``https://github.com/OWNER/REPO`` of ``repository.url`` at ``https://OWNER.github.io/REPO/``
@@ -20,8 +22,10 @@ import yaml
 from helpers.docs import concrete_paths, local_links, make_commands, make_targets, unreal_paths
 from helpers.paths import ROOT
 
-DOCS = ("README.md", "CONTRIBUTING.md")
-README_LINES = 170                       # "about 150 lines": a front door, not a manual
+FRONT = ("README.md", "CONTRIBUTING.md")
+PRODUCTS = {"normlib": "library", "book": "book", "classroom": "classroom", "benchmarks": "benchmarks",
+            "tests": None}
+DOCS = (*FRONT, "ARCHITECTURE.md", *(f"{folder}/README.md" for folder in PRODUCTS), "classroom/GUIDE.md")
 PAGES_ADDRESS = re.compile(r"https://[\w.-]+\.github\.io/[^\s)>`]*")
 
 
@@ -44,13 +48,16 @@ def config() -> dict:
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_make_command_is_a_target(doc):
     named = make_commands(text(doc), code_only=True)
-    assert {"book", "test"} <= named
+    if doc in FRONT:
+        assert {"book", "test"} <= named
     assert named <= make_targets(), f"{doc} names make targets the Makefile lacks: {sorted(named - make_targets())}"
 
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_path_exists_or_is_written_by_a_command(doc):
-    assert not unreal_paths(text(doc)), f"{doc}: paths neither in the repository nor git-ignored"
+    folder = (ROOT / doc).parent
+    unreal = [p for p in unreal_paths(text(doc)) if not all((folder / c).exists() for c in concrete_paths(p))]
+    assert not unreal, f"{doc}: paths neither in the repository (from its root or {doc}'s folder) nor git-ignored: {unreal}"
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -59,7 +66,18 @@ def test_local_links_lead_to_files(doc):
         if re.match(r"[a-z]+:", link):           # normlib:functional.layer_norm, the chapters' own scheme
             continue
         target = link.split("#")[0]
-        assert not target or (ROOT / target).exists(), f"{doc} links to {link}, which is not in the repository"
+        assert not target or ((ROOT / doc).parent / target).exists(), f"{doc} links to {link}, which is not there"
+
+
+@pytest.mark.parametrize("folder", PRODUCTS)
+def test_each_product_folder_has_a_readme_that_says_how_to_test_it(folder):
+    """What it may import, how to test it (its marker), and it is linked from CONTRIBUTING.md's map."""
+    readme = text(f"{folder}/README.md")
+    marker = PRODUCTS[folder]
+    if marker:
+        assert "May import" in readme, f"{folder}/README.md does not say what it may import"
+        assert re.search(rf"pytest -m \"?{marker}\b", readme), f"{folder}/README.md does not give `pytest -m {marker}`"
+    assert f"]({folder}/README.md)" in text("CONTRIBUTING.md"), f"CONTRIBUTING.md does not link {folder}/README.md"
 
 
 def test_the_path_checks_see_what_is_wrong():
@@ -75,7 +93,6 @@ def test_the_path_checks_see_what_is_wrong():
 
 def test_the_readme_is_a_front_door():
     readme = text("README.md")
-    assert len(readme.splitlines()) <= README_LINES, f"README.md has {len(readme.splitlines())} lines"
     first_screen = "\n".join(readme.splitlines()[:40])
     # both languages, and every kind of reader finds their section from the first screen
     assert len(re.findall(r"[\uac00-\ud7a3]", first_screen)) >= 100 and "**English**" in first_screen
