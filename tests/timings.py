@@ -82,6 +82,12 @@ class Timings:
         rows += [f"| `{name}` | {duration(s)} |" for name, s in sorted(units.items(), key=lambda u: -u[1])[:SLOWEST]]
         return rows
 
+    def whole(self) -> bool:
+        """Whether this run is make timings' own: every path of make test, no -m, no -k."""
+        option = self.config.option
+        paths = [a for a in self.config.invocation_params.args if not a.startswith("-")]
+        return {"tests", "normlib", "chapters"} <= set(paths) and not option.markexpr and not option.keyword
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
         wall = time.monotonic() - self.start
@@ -105,6 +111,7 @@ class Timings:
             f"- run: `pytest {args}` at `{commit}` (pytest-xdist workers: {workers or 'none'}),"
             f" {platform.machine()} with {_cores()} cores",
             f"- {', '.join(f'{n:,} {o}' for o, n in sorted(outcomes.items()))} in {duration(wall)}",
+            *([] if self.whole() else ["- **a partial run**, not the suite: `make timings` runs every test"]),
             "",
             *self.table(),
             "",
