@@ -1,6 +1,6 @@
 """The figures of a run: time ÷ torch per variant and shape (:func:`plot`), and the roofline
 (:func:`roofline`). matplotlib is imported when a figure is drawn, not with this module;
-labels come from :mod:`normlib_book.i18n` (keys ``bench:<key>``), colours from
+labels come from :mod:`normlib_benchmarks.words` (keys ``bench:<key>``), colours from
 :mod:`normlib_book.viz`.
 """
 
@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional, Sequence
 
-from normlib_book.i18n import text
-
 from .report import Row, reference, shape_label
 from .variants import MODES, OPS, VARIANTS
+from .words import text
 from .work import intensity
 
 __all__ = ["plot", "roofline"]
@@ -21,7 +20,7 @@ _MARKERS = {"layer_norm": "o", "rms_norm": "s", "batch_norm2d": "^"}
 
 
 def _label(key: str, lang: str) -> str:
-    """A figure label in ``lang``, from normlib_book.i18n (keys ``bench:<key>``)."""
+    """A figure label in ``lang``, from normlib_benchmarks.words (keys ``bench:<key>``)."""
     return text(f"bench:{key}", lang)
 
 

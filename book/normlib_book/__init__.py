@@ -3,7 +3,7 @@ drawings, explorers, chapter 9's process launcher and chapters 10-11's tiny tran
 ``book`` extra (matplotlib, ipywidgets); the library itself (``import normlib``) needs none of it.
 
 ===================  =====================================================================
-:mod:`.i18n`         every string a page prints or draws, in Korean and English
+:mod:`.i18n`         the words the helpers draw (figures, legends, the explorer), in Korean and English
 :mod:`.examples`     the running 4 × 3 table, and ``within`` for rounding-level differences
 :mod:`.viz`          matplotlib drawings of which elements share one statistic
 :mod:`.explorer`     the explorer (an anywidget: computes in the browser, on the page and in JupyterLab)
@@ -12,12 +12,13 @@ drawings, explorers, chapter 9's process launcher and chapters 10-11's tiny tran
 :mod:`.transformer`  chapters 10-11's tiny transformer (post-/pre-norm, causal or not), tasks, loop
 ===================  =====================================================================
 
-A chapter's setup cell is ``T = book.start(LANG)``: see :func:`start`.
+A chapter's setup cell is ``book.start(LANG)``: see :func:`start`. The strings a chapter prints are
+written in its source (``chapters/src``), each language's notebook gets its own (``book.tools.build_chapters``).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
@@ -26,15 +27,16 @@ from . import i18n
 __all__ = ["start"]
 
 
-def start(lang: str, threads: Optional[int] = 1) -> Callable[[str], str]:
-    """Set up a chapter's kernel and return ``T``, the page's strings in ``lang``.
+def start(lang: str, threads: Optional[int] = 1) -> None:
+    """Set up a chapter's kernel for a page in ``lang``.
 
     Seeds torch with 0 and uses ``threads`` CPU threads (one, so every number comes out the same
     on every machine; ``None`` leaves torch's own choice, for the chapter that measures speed);
     sets matplotlib's fonts and style for ``lang`` (Korean needs a Hangul font) and the language
-    normlib explains its errors in. ``T(key)`` is ``i18n.text(key, lang)``.
+    normlib explains its errors in. Returns nothing: a chapter's printed strings are plain literals in
+    its notebook (written as pairs in its source, ``book.tools.build_chapters``).
 
-    In a chapter: ``T = book.start(LANG)``, then ``T("accuracy")`` is 정확도 on a Korean page.
+    In a chapter: ``book.start(LANG)``.
     """
     from normlib import set_language
 
@@ -46,4 +48,3 @@ def start(lang: str, threads: Optional[int] = 1) -> Callable[[str], str]:
     if threads is not None:
         torch.set_num_threads(threads)
     viz.setup(lang)
-    return lambda key: i18n.text(key, lang)

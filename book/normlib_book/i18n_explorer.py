@@ -1,12 +1,22 @@
 """The strings of the explorer (:mod:`normlib_book.explorer`), in Korean and English.
 
-Kept apart from :mod:`normlib_book.i18n`, which merges every table and refuses a key defined twice;
-the keys all start with ``nx_``. The widget receives the words of its language as its ``words``
+:mod:`normlib_book.i18n` merges it with the helpers' words and refuses a key defined twice; the
+explorer's own keys start with ``nx_`` (the layouts, methods and modes it names without the prefix;
+it shares the axes' names, ``axis_*``, with the figures). The widget receives the words of its language as its ``words``
 trait, and ``explorer.js`` fills in the ``{…}`` fields.
 """
 
 # key: (Korean, English)
 PAIRS = {
+    "mean_square": ("제곱평균", "mean square"),
+    "layout_image": ("이미지 (N, C, H, W)", "images (N, C, H, W)"),
+    "layout_sequence": ("시퀀스 (B, L, D)", "sequences (B, L, D)"),
+    "layout_table": ("4 × 3 표", "4 × 3 table"),
+    "choose_layout": ("입력 형태", "input layout"),
+    "choose_method": ("정규화 방법", "method"),
+    "choose_groups": ("그룹 수", "groups"),
+    "train_mode": ("학습 모드 (배치 통계)", "training mode (batch statistics)"),
+    "eval_mode": ("평가 모드 (이동 통계)", "evaluation mode (running statistics)"),
     "nx_method_batch_dim0": ("실수(dim 0만 줄이기)", "slip: reducing dim 0 only"),
     "nx_summary": ("{method}: 통계 {total}개가 각각 원소 {pooled}개를 묶습니다. 강조한 칸은 통계 {which}번을 함께 쓰는 원소 {count}개입니다.",
                    "{method}: {total} statistics, each pooling {pooled} elements. The lit cells are the {count} elements that share statistic {which}."),

@@ -18,7 +18,8 @@ The characters (only Hangul syllables and compatibility jamo, the faces' unicode
   ``_static/translations.js`` (the search page's words);
 - for the Korean book, also what a Korean page can show that its HTML does not hold: the
   project's catalogue (book/locale/ko/LC_MESSAGES/sphinx.po), book/site/site_pages.py's words, the
-  strings of book/normlib_book/i18n*.py, the explorer's own table of strings
+  words the book's helpers draw and the explorer shows at run time (book/normlib_book/i18n.py and
+  i18n_explorer.py; a chapter's printed strings are in its HTML), the explorer's own table of strings
   (book/normlib_book/explorer.js, when it exists) and our scripts in book/site/offline_book/, and
   _config.yml (the landing page, _build/html/index.html, uses the Korean book's stylesheet).
 
@@ -56,7 +57,7 @@ def korean_sources() -> list[Path]:
     """Files whose Hangul a Korean page may show without its HTML holding it."""
     files = [ROOT / "book" / "locale" / "ko" / "LC_MESSAGES" / "sphinx.po", ROOT / "book" / "site" / "site_pages.py",
              ROOT / "_config.yml", ROOT / "book" / "normlib_book" / "explorer.js"]
-    files += sorted((ROOT / "book" / "normlib_book").glob("i18n*.py"))
+    files += [ROOT / "book" / "normlib_book" / name for name in ("i18n.py", "i18n_explorer.py")]
     files += sorted((ROOT / "book" / "site" / "offline_book").glob("*.js"))
     return [f for f in files if f.exists()]
 

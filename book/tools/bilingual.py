@@ -179,3 +179,86 @@ def installed_from(source: str) -> str | None:
 def stems(folder: Path) -> list[str]:
     """The sources in ``folder``, by file stem."""
     return sorted(p.stem for p in folder.glob("*.md"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Inline string pairs: ``T(en="…", ko="…")`` in a source's code, one plain literal in each notebook.
+
+PAIR_NAME = "T"
+
+
+def _offsets(code: str) -> list[int]:
+    """The character offset where each line of ``code`` starts (ast's lines count from 1)."""
+    starts, total = [0], 0
+    for line in code.splitlines(keepends=True):
+        total += len(line)
+        starts.append(total)
+    return starts
+
+
+def _char(code_lines: list[str], starts: list[int], lineno: int, col_bytes: int) -> int:
+    """A character offset from ast's (line, UTF-8 byte column)."""
+    line = code_lines[lineno - 1]
+    return starts[lineno - 1] + len(line.encode("utf-8")[:col_bytes].decode("utf-8"))
+
+
+def pair_calls(code: str, where: str = "<code>") -> list[dict]:
+    """The inline pairs of a code block, in order: dicts with ``start``/``end`` (the call's character
+    span in ``code``), ``line`` (1-based, in ``code``) and, per language, the literal's source text
+    (``"ko"``, ``"en"``) and its value when it is a plain string (``"ko_value"``, ``"en_value"``;
+    an f-string's is its text with each replacement field as ``{…}``).
+
+    A pair is a call ``T(en=<literal>, ko=<literal>)`` with both keywords, no other argument, each a
+    string literal or an f-string, neither containing another pair. Anything else named ``T`` is a
+    :class:`SourceError` (a key looked up in a table, a pair missing a language, a computed string)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as error:
+        raise SourceError(f"{where}:{error.lineno}: not Python ({error.msg})") from None
+    lines = code.splitlines(keepends=True) or [""]
+    starts = _offsets(code)
+    found = []
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == PAIR_NAME and id(node) not in called:
+            raise SourceError(f"{where}:{node.lineno}: the name T is the book's inline pair T(en=…, ko=…), "
+                              "not a value (use a dict of pairs for a string chosen at run time)")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == PAIR_NAME):
+            continue
+        line = where + f":{node.lineno}"
+        names = sorted(k.arg or "**" for k in node.keywords)
+        if node.args or names != ["en", "ko"]:
+            raise SourceError(f"{line}: T(...) takes exactly en=\"…\" and ko=\"…\" (a pair written in the "
+                              f"source), got {ast.unparse(node)[:120]}")
+        pair = {"start": _char(lines, starts, node.lineno, node.col_offset),
+                "end": _char(lines, starts, node.end_lineno, node.end_col_offset), "line": node.lineno}
+        for keyword in node.keywords:
+            value = keyword.value
+            if not isinstance(value, (ast.Constant, ast.JoinedStr)) or (
+                    isinstance(value, ast.Constant) and not isinstance(value.value, str)):
+                raise SourceError(f"{line}: T(...)'s {keyword.arg}= must be a string literal or an f-string")
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == PAIR_NAME
+                   for n in ast.walk(value)):
+                raise SourceError(f"{line}: a pair inside a pair's {keyword.arg}=")
+            s = _char(lines, starts, value.lineno, value.col_offset)
+            e = _char(lines, starts, value.end_lineno, value.end_col_offset)
+            pair[keyword.arg] = code[s:e]
+            pair[f"{keyword.arg}_value"] = value.value if isinstance(value, ast.Constant) else "".join(
+                part.value if isinstance(part, ast.Constant) else "{…}" for part in value.values)
+        found.append(pair)
+    found.sort(key=lambda p: p["start"])
+    return found
+
+
+def pairs_in(code: str, lang: str, where: str = "<code>") -> str:
+    """``code`` with each inline pair ``T(en=…, ko=…)`` replaced by its ``lang`` literal as written."""
+    out, last = [], 0
+    for pair in pair_calls(code, where):
+        literal = pair[lang]
+        if "\n" in literal:   # a literal written over several lines keeps its parentheses
+            literal = f"({literal})"
+        out += [code[last:pair["start"]], literal]
+        last = pair["end"]
+    return "".join(out) + code[last:]

@@ -15,7 +15,7 @@ cell). The chapters' block kinds:
     a Markdown cell in that language only. The first one of each language must start with a
     ``# `` title; a link to the other language's page goes after it.
 ``<!-- setup -->``
-    the chapter's setup (imports, ``T = book.start(LANG)``): the first code block of every chapter.
+    the chapter's setup (imports, ``book.start(LANG)``): the first code block of every chapter.
     It becomes one cell that starts with ``LANG = "ko"`` or ``LANG = "en"`` (the only code that
     differs between the two languages) and that the book shows collapsed (tag ``hide-input``), so
     a page opens with its content. It prints nothing.
@@ -27,6 +27,15 @@ cell). The chapters' block kinds:
     and ``solution``; the book labels its toggle 풀이 보기 / Show solution, book/site/site_pages.py).
 ``<!-- caption ko|en -->``, ``<!-- alt ko|en -->``
     the caption and alt text of the figure drawn by the code cell just before.
+
+Every string a code cell prints or draws is written in the source as a pair,
+``print(T(en="LayerNorm on one sample:", ko="샘플 하나에 LayerNorm:"))``, and each notebook gets its
+language's literal as written (``print("샘플 하나에 LayerNorm:")``), so a reader sees plain strings and
+an author edits one file per chapter (``book.tools.bilingual.pairs_in``). A pair's literals may be
+f-strings or ``.format`` templates; a string chosen at run time is a dict of pairs
+(``NAMES = {"bn": T(en="with BatchNorm", ko="BatchNorm 사용")}``, then ``NAMES[name]``). ``T`` is
+nothing else in a source: a table key ``T("key")`` is an error. The words the helper modules draw
+themselves (figure labels, the explorer) stay in ``normlib_book``'s tables.
 
 Two code cells open every notebook, after its title block: the install cell (removed from the HTML
 book, tag ``remove-cell``) and the setup cell.
@@ -62,6 +71,8 @@ try:
         count,
         install_cell,
         installed_from,
+        pair_calls,
+        pairs_in,
         repository_branch,
         repository_url,
     )
@@ -124,6 +135,25 @@ def parse(text: str, name: str) -> list[dict]:
     return parse_blocks(text, name, KINDS)
 
 
+def code_in(block: dict, stem: str, lang: str) -> str:
+    """A code block as ``lang``'s notebook shows it: its ``#ko:``/``#en:`` comments resolved and each
+    inline pair ``T(en="…", ko="…")`` written as that language's plain literal."""
+    code = code_for(block["body"], lang)
+    return pairs_in(code, lang, f"{stem}.md:{block['line']}+")
+
+
+def source_pairs(stem: str) -> list[dict]:
+    """Every inline pair ``T(en=…, ko=…)`` of a chapter's source, in order (``bilingual.pair_calls``'s
+    dicts: each language's literal as written and its value): what the tests read the pages'
+    strings from."""
+    source = SRC / f"{stem}.md"
+    found = []
+    for block in parse(source.read_text(encoding="utf-8"), source.name):
+        if block["kind"] in ("setup", "code", "solution"):
+            found += pair_calls(code_for(block["body"], "en"), f"{source.name}:{block['line']}+")
+    return found
+
+
 def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook(metadata=dict(KERNEL))
     cells = nb.cells
@@ -151,7 +181,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
         elif kind == "setup":
             if not titled or set_up or last_code is not None:
                 raise SourceError(f"{stem}:{b['line']}: one setup block, the first code block, after the title block")
-            cell = nbformat.v4.new_code_cell(f'LANG = "{lang}"\n' + code_for(b["body"], lang))
+            cell = nbformat.v4.new_code_cell(f'LANG = "{lang}"\n' + code_in(b, stem, lang))
             cell.metadata["tags"] = ["hide-input"]
             cells.append(cell)
             set_up = True
@@ -160,7 +190,7 @@ def notebook(blocks: list[dict], stem: str, lang: str) -> nbformat.NotebookNode:
                 raise SourceError(f"{stem}: code before the title block")
             if not set_up:
                 raise SourceError(f"{stem}:{b['line']}: a {kind} block before the setup block")
-            cell = nbformat.v4.new_code_cell(code_for(b["body"], lang))
+            cell = nbformat.v4.new_code_cell(code_in(b, stem, lang))
             tags = list(b["options"])
             if kind == "solution":
                 tags += ["hide-cell", "solution"]

@@ -16,7 +16,7 @@ implementation of the task fails it, naming the call (``diagnoses == ("delegated
 In a notebook, IPython shows a failure as its message followed by the student's own lines only,
 not the checker's traceback (:mod:`._shown`).
 
-The strings come from :mod:`normlib_book.i18n` (keys ``ex:…``).
+The strings come from :mod:`normlib_classroom.words` (keys ``ex:…``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from normlib.axes import _fmt
-from normlib_book.i18n import check_lang, text
+from normlib_classroom.words import check_lang, text
 
 from ._guard import Watch
 from ._shown import render, student_frames

@@ -27,7 +27,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from normlib_book.i18n import text
+from normlib_classroom.words import text
 
 _CYAN, _GREEN, _RESET = "\x1b[36m", "\x1b[32m", "\x1b[39m"   # IPython's colours for a frame's heading and line
 

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from normlib.axes import _fmt, as_normalized_shape, channel_view
 from normlib.stats import moments
-from normlib_book.i18n import text
+from normlib_classroom.words import text
 
 from ._report import _close, _compare, _num, _Report, _tol
 

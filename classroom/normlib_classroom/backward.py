@@ -35,7 +35,7 @@ from torch import Tensor
 
 from normlib.axes import _fmt, as_normalized_shape
 from normlib.stats import moments
-from normlib_book.i18n import text
+from normlib_classroom.words import text
 
 from ._report import _case, _close, _compare, _generator, _input, _name, _params, _passed, _Report, _start, _tol
 from ._slips import _batch_spec, _check_normalized, _layer_spec, _Norm

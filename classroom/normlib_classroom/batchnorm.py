@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from normlib.axes import _fmt, channel_view
-from normlib_book.i18n import text
+from normlib_classroom.words import text
 
 from ._report import _case, _close, _compare, _input, _params, _passed, _Report, _start, _tol
 from ._slips import _batch_spec, _channel_affine, _check_normalized, _group_lines, _moments

@@ -49,7 +49,7 @@ from torch import Tensor, nn
 from normlib.axes import channel_view
 from normlib.fold import fold_batch_norm
 from normlib.stats import moments
-from normlib_book.i18n import text
+from normlib_classroom.words import text
 
 from ._report import CheckFailed, _case, _close, _compare, _input, _name, _params, _passed, _Report, _start, _tol
 

@@ -279,7 +279,7 @@ def _common_hangul() -> frozenset[str]:
     """The Hangul any Korean page may show whoever the student: the checkers' messages, the page's
     and the notes' words. Cutting the font to these and the page's own makes most pages of an
     assignment ask for the same cut, made once per nbgrader process (a cut takes seconds)."""
-    from normlib_book.i18n_checkers import PAIRS
+    from normlib_classroom.words import PAIRS
     text = json.dumps([[ko for ko, _ in PAIRS.values()], STRINGS["ko"], feedback_notes.WORDS["ko"],
                        feedback_notes.SENTENCES], ensure_ascii=False)
     return frozenset(c for c in text if korean_font.HANGUL.match(c))

@@ -30,7 +30,7 @@ KILLED = "the code did not stop when interrupted: its kernel was killed and star
 @functools.lru_cache(maxsize=1)
 def _delegation_patterns() -> tuple[re.Pattern, ...]:
     """The guard's messages, both languages, as patterns that capture the call they name."""
-    from normlib_book.i18n_checkers import PAIRS
+    from normlib_classroom.words import PAIRS
     patterns = []
     for key in ("ex:delegated", "ex:delegated_autograd"):
         for template in PAIRS[key]:

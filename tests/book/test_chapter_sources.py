@@ -124,6 +124,58 @@ def test_a_pair_of_end_of_line_comments_stays_on_its_code_line_in_both_languages
     assert build_chapters.code_for(body, "en") == "y = f(x)  # English note\n# a note on its own line\nz = 1"
 
 
+# -- the strings a cell prints: pairs in the source, one plain literal in each notebook ------------
+def _chapter(code: str) -> str:
+    return f"<!-- ko -->\n# 제목\n<!-- en -->\n# Title\n<!-- setup -->\nimport x\n<!-- code -->\n{code}\n"
+
+
+def _built(code: str, lang: str) -> str:
+    nb = build_chapters.notebook(build_chapters.parse(_chapter(code), "x.md"), "x", lang)
+    return [c.source for c in nb.cells if c.cell_type == "code"][-1]
+
+
+def test_a_pair_becomes_each_languages_plain_literal():
+    code = 'print(T(en="LayerNorm on one sample:", ko="샘플 하나에 LayerNorm:"), y)'
+    assert _built(code, "ko") == 'print("샘플 하나에 LayerNorm:", y)'
+    assert _built(code, "en") == 'print("LayerNorm on one sample:", y)'
+    template = 'print(T(en="{n} seeds, mean {m:.3f}", ko="시드 {n}개, 평균 {m:.3f}").format(n=3, m=0.5))'
+    assert _built(template, "ko") == 'print("시드 {n}개, 평균 {m:.3f}".format(n=3, m=0.5))'
+    fstring = 'names = {"bn": T(en=f"layer {k}", ko=f"{k}층")}  #ko: 이름\n#en: names'
+    assert _built(fstring, "ko") == 'names = {"bn": f"{k}층"}  # 이름'
+    assert _built(fstring, "en") == 'names = {"bn": f"layer {k}"}  # names'
+    # a literal written over several lines keeps parentheses, so the code stays valid
+    lines = 'x = T(en="one "\n      "two", ko="하나 "\n      "둘")'
+    assert _built(lines, "ko") == 'x = ("하나 "\n      "둘")'
+    assert ast.literal_eval(_built(lines, "en").split("= ", 1)[1]) == "one two"
+
+
+@pytest.mark.parametrize("code, message", [
+    ('print(T(en="sample"))', "exactly en="),                       # a pair missing a language
+    ('print(T(ko="샘플"))', "exactly en="),
+    ('print(T("sample"))', "exactly en="),                          # a table key
+    ('print(T(en="a", ko="가", fr="b"))', "exactly en="),
+    ('print(T(en=name, ko="가"))', "string literal or an f-string"),  # a computed string
+    ('print(T(en="a", ko=f"{T(en=\'b\', ko=\'나\')}"))', "inside a pair"),
+    ("label = T", "not a value"),
+    ('print(T(en="a", ko="가"', "not Python"),
+])
+def test_a_pair_that_cannot_be_built_names_its_line(code, message):
+    with pytest.raises(build_chapters.SourceError, match=message):
+        build_chapters.notebook(build_chapters.parse(_chapter(code), "x.md"), "x", "ko")
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_printed_string_is_a_pair_of_two_languages(stem):
+    """Each pair has a Korean side with Hangul or the same words as the English (a name, a formula),
+    and an English side without Hangul."""
+    pairs = build_chapters.source_pairs(stem)
+    assert pairs, f"{stem} prints nothing in words"
+    for p in pairs:
+        assert not has_hangul(p["en_value"]), f"{stem}:{p['line']}+: Hangul in the English of {p['en']}"
+        assert has_hangul(p["ko_value"]) or p["ko_value"] == p["en_value"] or not re.search("[A-Za-z]{3}", p["ko_value"]), \
+            f"{stem}:{p['line']}+: the Korean side is English: {p['ko']}"
+
+
 @pytest.mark.parametrize("lang", build_chapters.LANGS)
 def test_no_notebook_shows_a_language_marker(lang):
     marked = [f"{path.name}: {line.strip()}" for path in sorted((ROOT / "chapters" / lang).glob("*.ipynb"))

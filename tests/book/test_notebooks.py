@@ -1,9 +1,14 @@
-"""The Korean and English chapters are pairs: same code, same text outputs, each links to the
-other in its first cell; and every chapter notebook is committed executed. (That both languages
-have the same file names, one per chapter source, is checked in test_chapter_sources.py.)"""
+"""The Korean and English chapters are pairs: the same code but for the strings each prints (written
+once in the chapter's source as pairs, ``T(en="…", ko="…")``, each notebook holding its language's
+literal), the same text outputs once a Korean page's strings are read back into English with its
+chapter's pairs, each page links to the other in its first cell; and every chapter notebook is
+committed executed. (That both languages have the same file names, one per chapter source, is
+checked in test_chapter_sources.py.)"""
 
 from __future__ import annotations
 
+import ast
+import functools
 import io
 import re
 import subprocess
@@ -16,6 +21,7 @@ import nbformat
 import pytest
 import yaml
 
+from book.tools import build_chapters
 from helpers.paths import ROOT
 from helpers.text import has_hangul, text_outputs
 from normlib_book import i18n
@@ -24,18 +30,33 @@ KO, EN = ROOT / "chapters" / "ko", ROOT / "chapters" / "en"
 NAMES = sorted(p.name for p in KO.glob("*.ipynb"))
 LANG_CELL = re.compile(r'^\s*LANG\s*=\s*["\'](ko|en)["\']\s*$')
 LANG_LINE = re.compile(r'^\s*LANG\s*=\s*["\'](ko|en)["\'][ \t]*\n', re.MULTILINE)   # the setup cell's first line
+SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 
 
-def strip_comments(source: str) -> str:
-    """The code without comments and blank lines (comments may be translated)."""
-    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.COMMENT]
-    code = tokenize.untokenize(tokens)
-    return "\n".join(line.rstrip() for line in code.splitlines() if line.strip())
+def code_tokens(source: str) -> list[tuple[int, str]]:
+    """The code's tokens (type, text) without comments, line breaks and indentation tokens (comments
+    may be translated; the indentation still shows in the tokens' order)."""
+    return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in SKIP]
 
 
 def code_cells(path: Path):
     nb = nbformat.read(path, as_version=4)
     return [c for c in nb.cells if c.cell_type == "code" and not LANG_CELL.match(c.source)]
+
+
+def differences(ko: str, en: str, pairs: set[tuple[str, str]]) -> list[str]:
+    """What differs between a Korean and an English code cell beyond the chapter's pairs: their
+    tokens must be the same, but where the Korean holds a pair's Korean literal and the English
+    that pair's English one (the pairs masked); and no string literal of the English cell may hold
+    Hangul (a Korean literal left in the English notebook)."""
+    a, b = code_tokens(LANG_LINE.sub("", ko, count=1)), code_tokens(LANG_LINE.sub("", en, count=1))
+    problems = [f"Korean literal in the English notebook: {t}" for kind, t in b if kind == tokenize.STRING and has_hangul(t)]
+    if len(a) != len(b):
+        return problems + [f"{len(a)} tokens in Korean, {len(b)} in English"]
+    for (kind_a, x), (kind_b, y) in zip(a, b):
+        if x != y and not (kind_a == kind_b == tokenize.STRING and (x, y) in pairs):
+            problems.append(f"{x!r} (ko) vs {y!r} (en): not one of the chapter's pairs")
+    return problems
 
 
 PLACEHOLDER = re.compile(r"\{(\w+)(?:![rsa])?(?::[^{}]*)?\}")
@@ -56,12 +77,32 @@ def _template(ko: str) -> re.Pattern:
     return re.compile(pattern)
 
 
-def _translations():
-    """normlib_book.i18n's (Korean, English) pairs, longest Korean first: templates with
-    placeholders as (regex, English with bare placeholders), plain strings as they are."""
+def pair_texts(pair: dict) -> tuple[str, str]:
+    """A source pair as (Korean, English) templates: a plain literal as it is (a ``.format``
+    template keeps its {placeholders}), an f-string with each replacement field as a placeholder
+    named after its expression, the same name in both languages."""
+    names: dict[str, str] = {}
+
+    def one(literal: str) -> str:
+        node = ast.parse(literal.strip(), mode="eval").body
+        if isinstance(node, ast.Constant):
+            return node.value
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(part.value)
+            else:
+                expression = ast.unparse(part.value)
+                out.append("{%s}" % names.setdefault(expression, f"field{len(names)}"))
+        return "".join(out)
+    return one(pair["ko"]), one(pair["en"])
+
+
+def _translations(texts):
+    """(Korean, English) strings, longest Korean first: templates with placeholders as (regex,
+    English with bare placeholders), plain strings as they are."""
     templates, plain = [], []
-    for key, ko in sorted(i18n.STRINGS["ko"].items(), key=lambda item: -len(item[1])):
-        en = i18n.STRINGS["en"][key]
+    for ko, en in sorted(set(texts), key=lambda pair: -len(pair[0])):
         if not has_hangul(ko) or ko == en:
             continue
         if PLACEHOLDER.search(ko):
@@ -71,39 +112,72 @@ def _translations():
     return templates, plain
 
 
-TEMPLATES, PLAIN = _translations()
+@functools.lru_cache(maxsize=None)
+def chapter_strings(stem: str):
+    """A chapter's translations: its source's pairs, and the words the helpers print for it
+    (normlib_book.i18n: ``examples.compare``'s summary …)."""
+    texts = [pair_texts(p) for p in build_chapters.source_pairs(stem)]
+    texts += [(ko, i18n.STRINGS["en"][key]) for key, ko in i18n.STRINGS["ko"].items()]
+    return _translations(texts)
+
+
+@functools.lru_cache(maxsize=None)
+def chapter_literals(stem: str) -> set[tuple[str, str]]:
+    """A chapter's pairs as the two notebooks write them: (Korean literal, English literal)."""
+    return {(p["ko"], p["en"]) for p in build_chapters.source_pairs(stem)}
+
+
 NUMBERS = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
-def in_english(text: str) -> str:
-    """A Korean page's printed text with the page strings (normlib_book.i18n) put back into English:
-    each template is matched with its values captured and written out in the English template."""
-    for pattern, en in TEMPLATES:
+def in_english(text: str, stem: str) -> str:
+    """A Korean page's printed text with the chapter's strings put back into English: each template
+    is matched with its values captured and written out in the English template."""
+    templates, plain = chapter_strings(stem)
+    for pattern, en in templates:
         text = pattern.sub(lambda m, en=en: en.format(**m.groupdict()), text)
-    for ko, en in PLAIN:
+    for ko, en in plain:
         text = text.replace(ko, en)
     return text
 
 
 def test_a_korean_output_reads_back_into_english():
-    ko = i18n.text("cmp:summary", "ko").format(name="X", train=1, eval=2, keys=True, values=3, loads=False)
-    en = i18n.text("cmp:summary", "en").format(name="X", train=1, eval=2, keys=True, values=3, loads=False)
-    assert ko != en and in_english(ko) == en
-    assert in_english(ko.replace("1", "9")) != en   # the numbers still count
+    stem = "04_layernorm"
+    pair = next(p for p in build_chapters.source_pairs(stem) if "{" in p["en_value"] and p["en"][0] != "f")
+    ko_t, en_t = pair_texts(pair)
+    fields = {name: str(9 + i) for i, name in enumerate(dict.fromkeys(PLACEHOLDER.findall(en_t)))}
+    bare = lambda t: PLACEHOLDER.sub(lambda m: fields[m.group(1)], t)
+    ko, en = bare(ko_t), bare(en_t)
+    assert ko != en and in_english(ko, stem) == en
+    assert in_english(ko.replace("9", "8"), stem) != en   # the numbers still count
+    # an f-string pair: its fields are named after their expressions, whatever their order
+    assert pair_texts({"ko": 'f"{b}의 {a:.2f}"', "en": 'f"{a:.2f} of {b}"'}) == ("{field0}의 {field1}", "{field1} of {field0}")
+
+
+def test_the_code_check_masks_pairs_and_nothing_else():
+    pairs = {('"샘플 하나에 LayerNorm:"', '"LayerNorm on one sample:"')}
+    ko, en = 'print("샘플 하나에 LayerNorm:", x)', 'print("LayerNorm on one sample:", x)'
+    assert differences(ko, en, pairs) == []
+    assert differences(ko, en.replace("x)", "y)"), pairs)                     # other code differs
+    assert differences(ko, 'print("LayerNorm on one sampel:", x)', pairs)   # not the pair's English
+    assert differences(ko, ko, pairs)                                         # the Korean left in the English notebook
+    assert differences('print("표본:", x)', 'print("sample:", x)', pairs)     # a pair the source does not hold
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_pair_has_the_same_code_and_outputs(name):
-    """The same code, and the same outputs once the Korean page's strings are read back into English."""
+    """The same code but for the chapter's pairs, and the same outputs once the Korean page's strings
+    are read back into English."""
+    stem = Path(name).stem
     ko, en = code_cells(KO / name), code_cells(EN / name)
     assert len(ko) == len(en), f"{name}: {len(ko)} code cells in Korean, {len(en)} in English"
     for i, (a, b) in enumerate(zip(ko, en)):
         assert a.source.count("LANG = ") == b.source.count("LANG = ") <= 1, f"{name}: code cell {i} sets LANG twice"
-        same = (strip_comments(LANG_LINE.sub("", a.source, count=1)), strip_comments(LANG_LINE.sub("", b.source, count=1)))
-        assert same[0] == same[1], f"{name}: code cell {i} differs"
+        problems = differences(a.source, b.source, chapter_literals(stem))
+        assert not problems, f"{name}: code cell {i}: {problems[:3]}"
         if "nbval-ignore-output" in a.metadata.get("tags", []):
             continue  # timings: nbval does not compare them either
-        ko_out, en_out = [in_english(t) for t in text_outputs(a)], text_outputs(b)
+        ko_out, en_out = [in_english(t, stem) for t in text_outputs(a)], text_outputs(b)
         if ko_out != en_out and any(has_hangul(t) for t in ko_out):
             # what the page strings do not cover is normlib's own explanation of an error, written in
             # Korean where it is raised (normlib.messages): the numbers and shapes must still agree

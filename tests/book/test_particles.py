@@ -1,5 +1,6 @@
-"""Korean particles after a value: every Korean message of normlib (``say(ko=...)``) and of the
-classroom checkers (the ``ex:`` strings) is rendered with values that end in every digit 0–9, with
+"""Korean particles after a value: every Korean message of normlib (``say(ko=...)``), of the
+classroom checkers (the ``ex:`` strings, normlib_classroom.words) and every Korean string a chapter
+prints (its source's pairs, ``T(en=…, ko=…)`` in chapters/src: ``.format`` templates and f-strings) is rendered with values that end in every digit 0–9, with
 tuples, numbers like 10 or 0.1, quoted names and type names, and each particle right after a value
 must agree with how the value is read aloud.
 
@@ -22,9 +23,9 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
+from book.tools import build_chapters
 from helpers.paths import ROOT
-from normlib_book.i18n import text
-from normlib_book.i18n_checkers import PAIRS
+from normlib_classroom.words import PAIRS, text
 
 # ----------------------------------------------------------------------------- how a value is read
 
@@ -158,6 +159,18 @@ def korean_messages() -> List[Tuple[str, ast.expr]]:
     return found
 
 
+def chapter_messages() -> List[Tuple[str, ast.expr]]:
+    """``(where, Korean literal)`` of every pair in the chapters' sources that has a value in it
+    (an f-string, or a ``.format`` template)."""
+    found = []
+    for stem in build_chapters.stems():
+        for pair in build_chapters.source_pairs(stem):
+            node = ast.parse(pair["ko"].strip(), mode="eval").body
+            if isinstance(node, ast.JoinedStr) or "{" in pair["ko_value"]:
+                found.append((f"chapters/src/{stem}.md:{pair['line']}+", node))
+    return found
+
+
 def render_fstring(node: ast.expr, sample: str) -> Tuple[str, List[Tuple[int, int, str]]]:
     """The message with every formatted value replaced by ``sample`` (as printed), and where each went."""
     parts = node.values if isinstance(node, ast.JoinedStr) else [node]
@@ -171,13 +184,19 @@ def render_fstring(node: ast.expr, sample: str) -> Tuple[str, List[Tuple[int, in
     return out, spans
 
 
-def render_template(template: str, sample: str, fields: Dict[str, str]) -> Tuple[str, List[Tuple[int, int, Optional[str]]]]:
+def render_template(template: str, sample: str, fields: Dict[str, str],
+                    fixed: Optional[Dict[str, Tuple[str, str]]] = None) -> Tuple[str, List[Tuple[int, int, Optional[str]]]]:
     """A ``str.format`` template with each field replaced by ``sample``, or by ``fields[name]`` where a
-    field only ever holds one of a few Korean words (then read from the word itself)."""
+    field only ever holds one of a few Korean words (then read from the word itself), or by
+    ``fixed[name]`` (a value as printed, how it is read) where a chapter prints one value only."""
     out, spans = "", []
     for literal, field, _, _ in string.Formatter().parse(template):
         out += literal
-        if field is not None:
+        if field is not None and fixed and field in fixed:
+            value, reading = fixed[field]
+            spans.append((len(out), len(out) + len(value), reading))
+            out += value
+        elif field is not None:
             value = fields.get(field, sample)
             spans.append((len(out), len(out) + len(value), final(value) if field in fields else None))
             out += value
@@ -189,18 +208,39 @@ WORD_FIELDS = {"stat": [text("mean", "ko"), text("variance", "ko")],
                "group": [PAIRS[k][0] for k in ("ex:group:row", "ex:group:channel", "ex:group:sample_group")]}
 
 
+# A chapter's field that holds one value only, whatever the machine (as its notebook prints it): read
+# as that value, not as every sample. (where in chapters/src, field): (value, how it is read)
+CHAPTER_VALUES = {("06_family.md", "tol"): ("1e-05", V),          # 일e 마이너스 오: 1e-05는
+                  ("11_without_norm.md", "spike"): ("1000", C),   # 천: 1000이고
+                  ("11_without_norm.md", "share"): ("5%", V)}     # 오 퍼센트: 5%를
+
+
+def _fixed(where: str) -> Dict[str, Tuple[str, str]]:
+    name = where.split("/")[-1].split(":")[0]
+    return {field: value for (source, field), value in CHAPTER_VALUES.items() if source == name}
+
+
 def _all_errors() -> List[str]:
     problems = []
     for where, node in korean_messages():
         for sample, reading in SAMPLES:
             message, spans = render_fstring(node, sample)
             problems += [f"{where}: {e}" for e in check_rendered(message, [(a, b, reading) for a, b, _ in spans])]
-    for key, (ko, _) in PAIRS.items():
+    templates = [(key, ko) for key, (ko, _) in PAIRS.items()]
+    for where, node in chapter_messages():
+        if isinstance(node, ast.JoinedStr):
+            for sample, reading in SAMPLES:
+                message, spans = render_fstring(node, sample)
+                problems += [f"{where}: {e}" for e in check_rendered(message, [(a, b, reading) for a, b, _ in spans])]
+        else:
+            templates.append((where, node.value))
+    for key, ko in templates:
+        fixed = _fixed(key) if key.startswith("chapters/") else None
         names = [f for _, f, _, _ in string.Formatter().parse(ko) if f in WORD_FIELDS]
         choices = [dict(zip(names, combo)) for combo in _product([WORD_FIELDS[n] for n in names])]
         for sample, reading in SAMPLES:
             for fields in choices:
-                message, spans = render_template(ko, sample, fields)
+                message, spans = render_template(ko, sample, fields, fixed)
                 problems += [f"{key}: {e}" for e in check_rendered(message, [(a, b, r or reading) for a, b, r in spans])]
     first: Dict[str, str] = {}
     for problem in problems:                       # one line per message, with its first wrong value
@@ -217,8 +257,9 @@ def _product(lists):
 
 def test_every_korean_message_reads_right_after_every_value():
     messages = korean_messages()
-    assert len(messages) >= 60, f"found only {len(messages)} Korean messages in normlib: is the search broken?"
+    assert len(messages) >= 55, f"found only {len(messages)} Korean messages in normlib: is the search broken?"
     assert sum(1 for ko, _ in PAIRS.values() if "{" in ko) >= 30
+    assert len(chapter_messages()) >= 200, "found too few chapter strings with values: is the search broken?"
     problems = _all_errors()
     assert not problems, "particles that disagree with the value before them:\n" + "\n".join(problems)
 
@@ -261,3 +302,16 @@ def test_a_list_as_weight_is_refused_in_normlibs_words(language):
     with normlib.speaking("ko"):
         with pytest.raises(TypeError, match="rms_norm의 weight에는 torch.Tensor나 None을 주어야"):
             NF.rms_norm(x, (3,), weight=[1.0, 1.0, 1.0])
+
+
+def test_a_chapter_string_with_a_particle_after_a_value_is_caught():
+    """The chapters' pairs are read too: a Korean template or f-string that puts 를 straight after a
+    number fails for a number ending in a 받침, unless the chapter prints one value only."""
+    import ast as _ast
+
+    node = _ast.parse('f"토큰 {n}를 골라"', mode="eval").body
+    message, spans = render_fstring(node, "3")
+    assert check_rendered(message, [(a, b, C) for a, b, _ in spans])
+    message, spans = render_template("토큰 {share:.0%}를 골라", "3", {}, _fixed("chapters/src/11_without_norm.md:9+"))
+    assert message == "토큰 5%를 골라" and not check_rendered(message, spans)
+    assert chapter_messages(), "no chapter strings read"

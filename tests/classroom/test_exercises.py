@@ -24,7 +24,7 @@ import normlib_classroom as ex
 from helpers.exercises import init_batch_norm_state
 from helpers.paths import ROOT
 from helpers.text import has_hangul
-from normlib_book import i18n
+from normlib_classroom import words as i18n  # the checkers' strings and the book helpers' words
 from normlib_classroom._report import _generator, _input, _params
 from normlib_classroom._slips import _layer_spec, _standardize
 from normlib_classroom.axes_groupnorm import _group_spec

@@ -28,7 +28,7 @@ from helpers.docs import (
     unreal_paths,
 )
 from helpers.paths import ROOT
-from normlib_book.i18n_checkers import PAIRS
+from normlib_classroom.words import PAIRS
 
 LANGS = ("ko", "en")
 PAGES = {lang: ROOT / "chapters" / lang / "students.md" for lang in LANGS}

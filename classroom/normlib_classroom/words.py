@@ -1,8 +1,15 @@
 """What the classroom's checkers (:mod:`normlib_classroom`) tell a student, in Korean and English.
 
-Kept apart from the chapters' strings in :mod:`normlib_book.i18n`, which merges both tables; the
-keys all start with ``ex:``.
+The keys all start with ``ex:``. :func:`text` looks a key up here and among the words of the book's
+helpers (:mod:`normlib_book.i18n`: ``mean``, ``variance`` …), with the book's lookup; a key defined
+in both is refused.
 """
+
+from normlib_book.i18n import PAIRS as BOOK_PAIRS
+from normlib_book.i18n import check_lang, strings_of
+from normlib_book.i18n import text as _text
+
+__all__ = ["PAIRS", "STRINGS", "check_lang", "text"]
 
 # key: (Korean, English)
 PAIRS = {
@@ -173,3 +180,11 @@ PAIRS = {
     "ex:sec:07_derive": ("LayerNorm의 ∂L/∂x 유도", "Deriving ∂L/∂x for LayerNorm"),
     "ex:sec:07_function": ("`torch.autograd.Function`으로", "As a `torch.autograd.Function`"),
 }
+
+
+STRINGS = strings_of(BOOK_PAIRS, PAIRS)
+
+
+def text(key: str, lang: str) -> str:
+    """A checker's string ``key`` in ``lang`` (``"ko"`` or ``"en"``)."""
+    return _text(key, lang, STRINGS)
