@@ -123,3 +123,19 @@ def test_the_readme_gives_the_address_config_sets():
     assert all(a.startswith(home) for a in addresses), f"addresses of another site: {addresses}"
     assert published_address("https://github.com/Normlib-Book/normalization-layers") == \
         "https://normlib-book.github.io/normalization-layers/"
+
+
+DATED = re.compile(r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|"
+                   r"December)\b|\b\d+ min \d+ s\b")      # (a timestamp's format, 2025-03-14 09:26:53 UTC, is no measurement)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_dated_numbers(doc):
+    """A measurement with a date goes stale: the docs link to the table a tool writes (tests/TIMINGS.md,
+    benchmarks/results/) instead of copying it."""
+    assert not DATED.findall(text(doc)), f"{doc} quotes dated measurements: {DATED.findall(text(doc))}"
+
+
+def test_the_dated_check_sees_a_date():
+    assert DATED.findall("On 3 December, 3,047 passed in 11 min 16 s") == ["3 December", "11 min 16 s"]
+    assert not DATED.findall("make test-fast: under a minute on 2 cores; torch 2.13, nbgrader 0.9.6")
