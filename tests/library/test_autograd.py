@@ -352,7 +352,7 @@ def test_modules_are_drop_in_with_hand_backward(cfg):
 
 
 def test_hand_derived_functions_under_torch_func():
-    """A deliberate difference (CONTRIBUTING.md): normlib.autograd's Functions keep the classic
+    """A deliberate difference (normlib/README.md): normlib.autograd's Functions keep the classic
     ``forward(ctx, …)`` form that chapter 7 teaches, so torch.func's transforms (jvp, grad, vmap),
     which need ``setup_context``, refuse them; torch's layers and normlib.functional work there.
     Forward mode works through torch.autograd.forward_ad (test_jvp_matches_torch_func_jvp)."""

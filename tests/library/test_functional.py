@@ -327,7 +327,7 @@ def test_channels_last_input_gets_a_channels_last_gradient(fn):
 
 
 # ------------------------------------------------------------------ deliberate differences from torch 2.13
-# Each is a row of CONTRIBUTING.md's table. Each test pins both sides: if torch changes, it says so.
+# Each is a row of normlib/README.md's table. Each test pins both sides: if torch changes, it says so.
 
 def test_instance_norm_on_an_empty_batch_with_affine():
     """torch raises an internal IndexError for instance_norm with γ/β on an empty batch; normlib

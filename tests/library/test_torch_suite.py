@@ -23,7 +23,7 @@ float64, against normlib:
 ``test_functional.py`` are reused, so the same conditioning-aware allowance applies.
 
 Where normlib *deliberately* differs from torch 2.13 (:data:`DIFFERENCES`, each a row of the
-table in CONTRIBUTING.md with the test that pins it), a case of torch's databases that runs into the
+table in normlib/README.md with the test that pins it), a case of torch's databases that runs into the
 difference is an expected failure, named, with its reason; it must keep failing (if torch changes,
 the test fails, and the difference is revisited).
 
@@ -138,7 +138,7 @@ def test_the_databases_hold_every_layer():
 # --------------------------------------------------------------------------- deliberate differences
 
 # Every place where normlib does not do what torch 2.13 does, on purpose: what, and the test that
-# pins it. Each is a row of CONTRIBUTING.md's table (test_contributing_lists_every_difference). The ones
+# pins it. Each is a row of normlib/README.md's table (test_the_librarys_readme_lists_every_difference). The ones
 # torch's own databases run into are expected failures here (_check); the others are pinned by
 # tests that assert both sides.
 DIFFERENCES = {
@@ -179,21 +179,24 @@ DIFFERENCES = {
 }
 
 
-def test_contributing_lists_every_difference():
-    """CONTRIBUTING.md's table of deliberate differences names the pinning test of each."""
-    readme = (Path(__file__).resolve().parents[2] / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    assert "Where normlib deliberately differs from torch 2.13" in readme
-    after = readme.split("Where normlib deliberately differs from torch 2.13", 1)[1].splitlines()
+HEADING = "## Where it differs from torch 2.13 on purpose"
+
+
+def test_the_librarys_readme_lists_every_difference():
+    """normlib/README.md's table of deliberate differences names the pinning test of each."""
+    readme = (Path(__file__).resolve().parents[2] / "normlib" / "README.md").read_text(encoding="utf-8")
+    assert HEADING in readme
+    after = readme.split(HEADING, 1)[1].splitlines()
     start = next(i for i, line in enumerate(after) if line.startswith("|"))
     table = "\n".join(itertools.takewhile(lambda line: line.startswith("|"), after[start:]))
     missing = [key for key, (_, test_id) in DIFFERENCES.items() if f"`{test_id}`" not in table]
-    assert not missing, f"CONTRIBUTING.md's table of differences has no row pinned by the test of {missing}"
+    assert not missing, f"normlib/README.md's table of differences has no row pinned by the test of {missing}"
 
 
 def _check(check, difference: Optional[str]) -> None:
     """Run ``check()``. Where normlib differs from torch on purpose (``difference``, a key of
     :data:`DIFFERENCES`) the check must fail, and the test is an expected failure; should it pass
-    (torch changed), the test fails, so that the difference and CONTRIBUTING.md's table are revisited."""
+    (torch changed), the test fails, so that the difference and normlib/README.md's table are revisited."""
     if difference is None:
         check()
         return
@@ -207,7 +210,7 @@ def _check(check, difference: Optional[str]) -> None:
     if differs:
         pytest.xfail(f"{difference}: {DIFFERENCES[difference][0]}")
     pytest.fail(f"normlib and torch now agree where DIFFERENCES[{difference!r}] says they differ: update it and "
-                f"CONTRIBUTING.md's table", pytrace=False)
+                f"normlib/README.md's table", pytrace=False)
 
 
 # --------------------------------------------------------------------------- helpers
