@@ -1,5 +1,5 @@
 """nbgrader's configuration for the book's classroom assignments. This folder is the course
-directory: run nbgrader from here (the Makefile's classroom targets do, CONTRIBUTING.md, "The classroom inside").
+directory: run nbgrader from here (the Makefile's classroom targets do, classroom/GUIDE.md).
 
     source/<assignment>/        the teacher's notebooks, generated from src/ (python -m classroom.tools.build_assignments)
     release/<assignment>/       what students get: solutions and hidden tests stripped

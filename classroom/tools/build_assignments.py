@@ -6,7 +6,7 @@
 ``classroom/course/src/NN_name.md`` becomes ``classroom/course/source/NN_name_ko/NN_name.ipynb`` and
 ``classroom/course/source/NN_name_en/NN_name.ipynb``: two separate nbgrader assignments with the same
 grade ids and points, so a teacher who teaches in one language releases and grades that one out
-of full marks (the teachers' guide; CONTRIBUTING.md, "The classroom inside"). tests/classroom/test_assignments.py fails when the committed
+of full marks (the teachers' guide; classroom/GUIDE.md). tests/classroom/test_assignments.py fails when the committed
 notebooks no longer match their source.
 
 The source format is ``book.tools.bilingual``'s (markers, ``#ko:``/``#en:`` comments, the install cell),

@@ -1,5 +1,5 @@
 """Drive nbgrader for the classroom assignments: what `make assignments-release`, `make autograde`
-and `make feedback` run (the teachers' guide; CONTRIBUTING.md, "The classroom inside").
+and `make feedback` run (the teachers' guide; classroom/GUIDE.md).
 
     python classroom/tools/classroom.py release   [ASSIGNMENT ...]  [--course DIR]
     python classroom/tools/classroom.py autograde [ASSIGNMENT ...]  [--course DIR] [--timeout SECONDS] [--force]

@@ -1,5 +1,5 @@
 """Feedback pages a student can read anywhere: what ``nbgrader generate_feedback`` writes for the
-classroom assignments (CONTRIBUTING.md, "The classroom inside"; ``make feedback``).
+classroom assignments (classroom/GUIDE.md; ``make feedback``).
 
 nbgrader's own page loads MathJax 2 from a CDN, ships no Korean font, speaks English, prints the
 teacher's absolute paths and shows the checker's internal traceback before its explanation. This

@@ -1,5 +1,5 @@
 """nbgrader called the way a teacher calls it: `.venv/bin/nbgrader …` from a plain shell, with
-no environment activated, and `nbgrader …` by name from an activated one (CONTRIBUTING.md, "The classroom inside").
+no environment activated, and `nbgrader …` by name from an activated one (classroom/GUIDE.md).
 
 nbgrader creates the gradebook by running `alembic` by name from PATH; the course's
 nbgrader_config.py puts the bin folder of the Python running nbgrader first on PATH, so the
