@@ -69,7 +69,7 @@ still finds a typed word of three letters or more inside longer indexed words (n
 batchnorm and layernorm).
 
 The build needs, for the Korean book only: ``language: ko`` (``html_search_language`` follows
-it) and this module among the extensions (``sphinx: local_extensions: {korean_search: tools/}``
+it) and this module among the extensions (``sphinx: local_extensions: {korean_search: book/site/}``
 in Jupyter Book's _config.yml). Registering the language is harmless in a build in another
 language, which never asks for ``ko``.
 """
