@@ -12,8 +12,9 @@
   visible element holding Hangul with it, not with a font that has no Hangul (boxes);
 - pages that store Jupyter widget state render their widgets (the explorers, mounted by the book's
   anywidget loader; what they compute and how a reader works them: test_explorer.py);
-- no critical or serious axe-core violation, in light and in dark mode (the same load, audited by
-  book/site/axe_audit.audit_loaded; the search and index pages and searches: test_accessibility.py);
+- no critical or serious axe-core violation, in light and in dark mode, on one page of each kind in
+  each language (the same load, audited by book/site/axe_audit.audit_loaded; helpers.axe.audited; the
+  search and index pages and searches: test_accessibility.py);
 - on a phone (the same load, resized to 390 × 844): nothing wider than the screen but a box that
   scrolls sideways, and each such box of a chapter (a printed output, code, a table, an equation)
   reached by keyboard, named for a screen reader and showing that it scrolls
@@ -36,7 +37,7 @@ import re
 import pytest
 
 from book.site.local_site import isolated_context
-from helpers.axe import axe_missing, check_axe
+from helpers.axe import audited, axe_missing, check_axe
 from helpers.browser import on_a_phone, phone_problems
 from helpers.page_visit import PAGE_TIMEOUT_MS as TIMEOUT_MS
 from helpers.page_visit import WIDGET_STATE
@@ -78,11 +79,13 @@ def test_page_fits_a_phone(visit, docname):
     assert not problems, f"{docname} at 390 px:\n  " + "\n  ".join(problems[:15])
 
 
-@pytest.mark.parametrize("docname", PAGES)
+@pytest.mark.parametrize("docname", [d for d in PAGES if audited(d)])
 def test_no_critical_or_serious_violation_in_either_colour_mode(visit, docname):
     """axe-core on the page as loaded above, every rule in light mode, then the colour rules in dark
     mode (the page switched in place: test_accessibility.py checks that this is what a page loaded
-    dark shows)."""
+    dark shows). One page of each kind in each language (helpers.axe.AUDITED_OF_EACH_KIND: the pages
+    of a kind share their template and kinds of content); test_accessibility.py checks that every
+    kind of page built is audited."""
     found = visit(docname).axe
     if found is None:
         axe_missing()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.axe import audited
 from helpers.browser import hangul_without_nanum, on_a_phone
 from helpers.paths import ROOT
 
@@ -23,7 +24,7 @@ class Visit:
     tofu: list[str] = field(default_factory=list)         # Hangul drawn without NanumGothic
     facts: dict = field(default_factory=dict)             # what the page reported after loading
     english: list[str] = field(default_factory=list)      # interface words without Hangul, as shown
-    axe: dict | None = None                               # axe-core's violations, light and dark (None: no axe)
+    axe: dict | None = None                               # axe-core's violations, light and dark (None: no axe, or not audited)
     weight: object = None                                 # benchmarks.tools.page_weight.Weight of this first load
     phone: dict = field(default_factory=dict)             # the page resized to a phone's (helpers.browser.on_a_phone)
 
@@ -82,7 +83,8 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
     """Load ``<book_url>/<docname>.html`` once, as a reader's first visit (a fresh browser context:
     nothing cached), and record everything the browser tests check of it, in this order: what it
     requests and weighs (benchmarks.tools.page_weight), its errors, math, widgets, interface words and fonts,
-    a screenshot of its first screen, axe-core's audit in light and dark mode, and the page on a
+    a screenshot of its first screen, axe-core's audit in light and dark mode (the pages helpers.axe.audited
+    names: one of each kind), and the page on a
     phone (last: it turns the page's transitions off)."""
     from urllib.parse import urlsplit
 
@@ -128,7 +130,7 @@ def load_page(browser, book_url: str, site: Path, docname: str) -> Visit:
         add_responses(v.weight, responses, book_url, site)
         BROWSER_ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(BROWSER_ARTIFACTS / f"{screenshot_name(docname)}.png"))
-        if AXE.exists():
+        if AXE.exists() and audited(docname):      # one page of each kind (helpers.axe.AUDITED_OF_EACH_KIND)
             v.axe = audit_loaded(page)   # leaves the page light again
         v.phone = on_a_phone(page)
     finally:
