@@ -147,7 +147,7 @@ def test_the_course_config_sets_a_cell_timeout_and_restores_deleted_tests():
     assert isinstance(config.Execute.timeout, int) and 0 < config.Execute.timeout <= 600
     assert config.Execute.interrupt_on_timeout is True
     assert config.OverwriteCells.add_missing_cells is True
-    assert config.CourseDirectory.db_url.endswith("/assignments/gradebook.db")
+    assert config.CourseDirectory.db_url.endswith("/classroom/course/gradebook.db")
     # regrading reports only real changes: nbgrader's OverwriteCells, aware of hidden tests
     overwrite = [p for p in config.Autograde.sanitize_preprocessors if p.__name__.startswith("OverwriteCells")]
     assert [p.__name__ for p in overwrite] == ["OverwriteCellsWithHiddenTests"]
