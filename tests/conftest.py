@@ -7,22 +7,18 @@ from this file (tests/repository/test_test_modules.py checks it).
 
 Test groups
 -----------
-Every test that builds the book, opens a browser, runs nbgrader, starts processes or executes
-notebooks carries a marker, given here by module (MODULE_MARKERS) and, for nbval, by file type:
+Each test carries its product's marker, from its folder: ``library`` (tests/library/ and normlib's
+doctests), ``book`` (tests/book/ and nbval's notebook items), ``classroom``, ``benchmarks``,
+``repository``. A test that needs more than Python also carries what it needs, declared by its
+module (``pytestmark = pytest.mark.nbgrader``) or given by the fixture it takes (FIXTURE_MARKERS):
 
     notebooks    nbval's items (each chapter notebook re-executed in a fresh kernel; each
                  chapter in one language under other numerics: PerturbedKernels) and
                  test_perturbed_numerics.py (the perturbation's own checks)
-    book         test_book.py, test_site.py, test_offline_book.py, and any test taking the
-                 built_site fixture (build the site with -W as make book does, read the HTML)
-    browser      test_browser.py, test_search.py, test_accessibility.py, test_print.py,
-                 test_explorer_lab.py (the explorer live in JupyterLab), and any test taking the
-                 browser fixture (the built site in headless Chromium)
-    classroom    test_assignments.py, test_classroom_shell.py, test_grading_execute.py,
-                 test_checker_output.py (the nbgrader CLI: release, validate, autograde, feedback;
-                 nbgrader from a plain shell; a looping answer's timeout; the checker's output
-                 in a notebook)
-    distributed  test_distributed.py (synchronized BatchNorm across real gloo processes)
+    site         builds the site with -W as make book does and reads the HTML (built_site)
+    browser      the built site, JupyterLab or feedback pages in headless Chromium (browser)
+    nbgrader     the nbgrader CLI: release, validate, autograde, feedback
+    distributed  synchronized BatchNorm across real gloo processes
     slow         all of the above, and the few library tests marked @pytest.mark.slow
 
 `make test-fast` runs ``-m "not slow"``: the library tests, normlib's doctests and the

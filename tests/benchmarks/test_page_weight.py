@@ -1,7 +1,7 @@
 """What each page of the built site weighs on a reader's first visit, held to a budget (issue 26).
 
 Every page is loaded once in headless Chromium with a fresh profile, in the load test_browser.py's
-checks read too (conftest.py's ``visit``, helpers.load_page; benchmarks/tools/page_weight.py's ``add_responses``:
+checks read too (conftest.py's ``visit``, helpers.page_visit.load_page; benchmarks/tools/page_weight.py's ``add_responses``:
 every response of the first load, each counted gzip -6 as a static host serves it, woff2 and png as
 they are). The site is the one the other browser tests build (``offline_site``).
 

@@ -2,7 +2,7 @@
 
 Each test compares the output, the updated running statistics (where there are any) and the
 gradients of input, weight and bias, for float64, float32, float16 and bfloat16. The
-tolerance is explained in helpers.py: the issue's base tolerance, plus the rounding that the
+tolerance is explained in helpers/torch_compare.py: the issue's base tolerance, plus the rounding that the
 conditioning of the input forces on every implementation.
 """
 
