@@ -61,7 +61,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:          # run as a script (python classroom/tools/classroom.py): the book's tools/ package
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    # run as a script (python classroom/tools/classroom.py, as the Makefile does): Python put this folder
+    # first on the path, where this very file would pass for the package ``classroom``; the repository's
+    # root stands there instead, so that ``classroom.tools`` is the classroom's tools
+    sys.path[0] = str(ROOT)
+elif str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from classroom.tools import grading_notes  # noqa: E402 - after the path is set
 
