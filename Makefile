@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: help book test timings test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep \
+.PHONY: help book test timings test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep page-weight \
 	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export \
 	student
 
@@ -146,6 +146,12 @@ bench-placement: $(STAMP)
 ## float64 on one thread (about 20 minutes); writes benchmarks/results/lr_sweep.{md,json}, which chapter 1 reads.
 bench-lr-sweep: $(STAMP)
 	$(PY) benchmarks/lr_sweep.py
+
+## Build the book as make book does, then weigh each page's first load in headless Chromium (a minute or two):
+## writes benchmarks/results/page_weight.{md,json} whole, with the gzip column of page_weight_before.json.
+page-weight: book
+	$(PY) -m benchmarks.tools.page_weight --json benchmarks/results/page_weight.json \
+		--markdown benchmarks/results/page_weight.md --before benchmarks/results/page_weight_before.json
 
 ## After changing repository.url (or .branch) in _config.yml: rewrite every copy the notebooks embed (the
 ## chapters' and the assignments' install cell, the chapters' links to the library), executing nothing

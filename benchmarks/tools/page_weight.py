@@ -3,6 +3,10 @@
     python -m benchmarks.tools.page_weight                       # _build/html, every page below
     python -m benchmarks.tools.page_weight --site DIR --json FILE --markdown FILE
     python -m benchmarks.tools.page_weight --page ko/chapters/ko/06_family --page index
+    make page-weight    # builds the book, then writes benchmarks/results/page_weight.{md,json}
+
+The Markdown file is written whole by this tool: what was measured, on which commit, machine and
+browser, how, and the table (``report``), so that nothing in it is copied by hand.
 
 The site is served on 127.0.0.1 (book/site/local_site.py, as the browser tests serve it). Each page is
 loaded in a fresh browser context (a new profile: empty cache, no cookies, no service worker) at
@@ -178,7 +182,52 @@ def markdown_table(weights: list[Weight], before: dict[str, dict] | None = None)
     return "\n".join(rows) + "\n"
 
 
-def measure_site(site: Path, pages: list[str], log=print) -> list[Weight]:
+def _commit() -> str:
+    import subprocess
+
+    result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True, check=False).stdout.strip()
+    return (result.stdout.strip() or "unknown") + (" with uncommitted changes" if dirty else "")
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}"
+
+
+def report(weights: list[Weight], browser: str, command: str, before: dict[str, dict] | None = None) -> str:
+    """The whole Markdown file: how and where the weights were measured, then the table."""
+    import datetime
+
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Each page's weight on a reader's first visit",
+        "",
+        f"Written by `{command}` (benchmarks/tools/page_weight.py; its docstring says how each number is",
+        "measured) on " + when + f": the site of commit {_commit()}, {browser} headless, a fresh profile per page,",
+        f"1280 × 900, served from 127.0.0.1, on {_machine()}. *gzip*: every response body gzip -6 as a",
+        "static host serves it (woff2, woff and png counted as they are). First contentful paint: one load from",
+        "localhost; it says where a page waits, not how fast a reader's network is. Every response of each page",
+        "is in the JSON file beside this one" + (", the gzip column before in `--before`'s file." if before else "."),
+        "The budgets are held by tests/benchmarks/test_page_weight.py.",
+        "",
+    ]
+    return "\n".join(lines) + markdown_table(weights, before)
+
+
+def measure_site(site: Path, pages: list[str], log=print, about: dict | None = None) -> list[Weight]:
+    """Every page's weight, in one Chromium; ``about`` (when given) gets the browser's name and version."""
     from playwright.sync_api import sync_playwright
 
     from book.site.local_site import launch_chromium, serve
@@ -186,6 +235,8 @@ def measure_site(site: Path, pages: list[str], log=print) -> list[Weight]:
     weights = []
     with serve(site) as url, sync_playwright() as p:
         browser = launch_chromium(p)
+        if about is not None:
+            about["browser"] = f"Chromium {browser.version}"
         try:
             for name in pages:
                 weights.append(measure(browser, url, site, name))
@@ -207,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (site / "index.html").exists():
         parser.error(f"{site}: no built site there (python -m book.site.website --out {site})")
     pages = args.page or site_pages(site)
-    weights = measure_site(site, pages)
+    about: dict = {}
+    weights = measure_site(site, pages, about=about)
     before = None
     if args.before:
         before = {w["page"]: w for w in json.loads(args.before.read_text(encoding="utf-8"))["pages"]}
@@ -217,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"site": str(site), "pages": [w.to_json() for w in weights]},
                                         indent=1), encoding="utf-8")
     if args.markdown:
-        args.markdown.write_text(table, encoding="utf-8")
+        command = "python -m benchmarks.tools.page_weight " + " ".join(argv if argv is not None else sys.argv[1:])
+        args.markdown.write_text(report(weights, about.get("browser", "Chromium"), command.strip(), before),
+                                 encoding="utf-8")
     errors = [f"{w.page}: {e}" for w in weights for e in w.errors]
     if errors:
         print("Errors while loading:\n  " + "\n  ".join(errors), file=sys.stderr)
