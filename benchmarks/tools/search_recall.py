@@ -92,6 +92,7 @@ def article_text(page: Path) -> str:
     return article.get_text(" ")
 
 
+@cache
 def headings(page: Path) -> tuple[str, list[str]]:
     """A built page's title (its first heading) and every heading of its article, as read."""
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
