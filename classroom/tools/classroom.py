@@ -8,7 +8,7 @@ and `make feedback` run (the teachers' guide; classroom/GUIDE.md).
 Every nbgrader step is the real nbgrader command line, run inside the course folder (default
 ``classroom/course/``, where ``nbgrader_config.py`` and ``gradebook.db`` live) and printed before it
 runs in a form that runs as printed from the current folder, without an activated environment:
-``$ (cd assignments && ../.venv/bin/nbgrader autograde 01_layernorm_ko)``.
+``$ (cd classroom/course && ../../.venv/bin/nbgrader autograde 01_layernorm_ko)``.
 
 release
     ``nbgrader generate_assignment NAME --force`` for each assignment (all of ``source/`` by
