@@ -576,11 +576,16 @@ function render({ model, el }) {
   }
   const schedule = () => { if (!pending) { pending = true; queueMicrotask(() => later(update)); } };
   // While a pointer is pressed the page does not move under it: a change made by the press (the blur
-  // of an edited box) is drawn once it is released, so the click lands where it was aimed.
+  // of an edited box) is drawn once it is released, so the click lands where it was aimed. A tap's click
+  // comes after its pointerup (late on a busy phone): a touch is released by its click, or by a key, or
+  // after 3 s when no click came (a long press); a release belongs to its press, never to a newer one.
+  let presses = 0;
   function later(fn) { if (ui.held) ui.queue.push(fn); else fn(); }
-  const release = () => setTimeout(() => { ui.held = false; ui.queue.splice(0).forEach((fn) => fn()); }, 0);
-  const listeners = { pointerdown: () => (ui.held = true), click: release, pointercancel: release, contextmenu: release,
-    pointerup: (e) => (e.pointerType === "mouse" ? release() : setTimeout(release, 500)) };   // (a touch without a click)
+  const releaseAfter = (ms) => { const press = presses;
+    setTimeout(() => { if (press === presses) { ui.held = false; ui.queue.splice(0).forEach((fn) => fn()); } }, ms); };
+  const release = () => releaseAfter(0);
+  const listeners = { pointerdown: () => { presses += 1; ui.held = true; }, click: release, keydown: release,
+    pointercancel: release, contextmenu: release, pointerup: (e) => releaseAfter(e.pointerType === "mouse" ? 0 : 3000) };
   for (const [type, fn] of Object.entries(listeners)) window.addEventListener(type, fn, true);
   // What the widget computed, for Python to read back (`Explorer.shown`).
   function report(s, r) {

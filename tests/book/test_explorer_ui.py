@@ -735,6 +735,21 @@ def test_typing_then_tab_moves_on_and_then_a_click_counts(open_page):
     assert (r.st["gamma"], r.st["beta"]) == (3.0, 0.5)
 
 
+def test_on_a_slow_phone_a_tap_after_typing_a_size_chooses_the_tapped_cell(open_page):
+    """A tap's click comes after its pointerup, later on a busy phone: the size typed before the tap
+    (committed by the tap) must not redraw the drawing before the click lands. With the CPU slowed
+    10 times, the explorer that released a touch 500 ms after its pointerup chose another cell (52 for
+    6, 14 for 2) in 2 of 4 phone walks."""
+    page = open_page(chapter("ko", "06"), phone=True)
+    page.context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 10})
+    r = Reader(page, "ko", random.Random(0), phone=True)
+    for size, cell in [("3", 2), ("2", 5), ("4", 7), ("1", 1), ("5", 3), ("2", 6)] * 2:
+        r.type_into("size1", size, int(size), "stay")
+        r.pick_cell(cell)
+        r.check(f"size1 {size} typed, then a tap on cell {cell}")
+        assert r.st["selected"] == cell
+
+
 def test_reset_then_a_cell_then_typing_and_the_first_step_after_an_edit(open_page):
     page = open_page(chapter("en", "03"))
     r = Reader(page, "en", random.Random(0))
