@@ -13,11 +13,9 @@ UNITS_FIRST = (
     "chapters/en/10_placement.ipynb", "chapters/ko/10_placement.ipynb",   # English 10 runs perturbed: longer
     "chapters/ko/11_without_norm.ipynb", "chapters/ko/01_why_normalize.ipynb", "chapters/ko/09_distributed.ipynb",
     "tests/library/test_distributed.py",
-    "tests/benchmarks/test_page_weight.py", "tests/book/test_search.py",
-    "tests/book/test_explorer_ui.py",         # a reader's walks in Chromium (≈ 2 min): not last, where it left one worker alone
-    "tests/book/test_print.py", "chapters/en/11_without_norm.ipynb",
+    "tests/benchmarks/test_page_weight.py", "tests/book/test_search.py", "tests/book/test_print.py",
+    "chapters/en/11_without_norm.ipynb",
     "tests/book/test_explorer.py", "tests/classroom/test_classroom_shell.py", "tests/book/test_explorer_lab.py",
-    "tests/book/test_accessibility.py", "tests/classroom/test_grading_execute.py",
 )
 # The tests of one page of the site (parametrized by it: docname, page) share that page's one load
 # (visit): test_browser.py's checks and axe audit, test_page_weight.py's weights.
