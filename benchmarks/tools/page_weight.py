@@ -206,7 +206,8 @@ def _machine() -> str:
     return f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}"
 
 
-def report(weights: list[Weight], browser: str, command: str, before: dict[str, dict] | None = None) -> str:
+def report(weights: list[Weight], browser: str, command: str, commit: str,
+           before: dict[str, dict] | None = None) -> str:
     """The whole Markdown file: how and where the weights were measured, then the table."""
     import datetime
 
@@ -215,12 +216,13 @@ def report(weights: list[Weight], browser: str, command: str, before: dict[str, 
         "# Each page's weight on a reader's first visit",
         "",
         f"Written by `{command}` (benchmarks/tools/page_weight.py; its docstring says how each number is",
-        "measured) on " + when + f": the site of commit {_commit()}, {browser} headless, a fresh profile per page,",
+        "measured) on " + when + f": the site of commit {commit}, {browser} headless, a fresh profile per page,",
         f"1280 × 900, served from 127.0.0.1, on {_machine()}. *gzip*: every response body gzip -6 as a",
         "static host serves it (woff2, woff and png counted as they are). First contentful paint: one load from",
         "localhost; it says where a page waits, not how fast a reader's network is. Every response of each page",
         "is in the JSON file beside this one" + (", the gzip column before in `--before`'s file." if before else "."),
         "The budgets are held by tests/benchmarks/test_page_weight.py.",
+        "",
         "",
     ]
     return "\n".join(lines) + markdown_table(weights, before)
@@ -258,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (site / "index.html").exists():
         parser.error(f"{site}: no built site there (python -m book.site.website --out {site})")
     pages = args.page or site_pages(site)
+    commit = _commit()             # before this run writes anything
     about: dict = {}
     weights = measure_site(site, pages, about=about)
     before = None
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                                         indent=1), encoding="utf-8")
     if args.markdown:
         command = "python -m benchmarks.tools.page_weight " + " ".join(argv if argv is not None else sys.argv[1:])
-        args.markdown.write_text(report(weights, about.get("browser", "Chromium"), command.strip(), before),
+        args.markdown.write_text(report(weights, about.get("browser", "Chromium"), command.strip(), commit, before),
                                  encoding="utf-8")
     errors = [f"{w.page}: {e}" for w in weights for e in w.errors]
     if errors:
