@@ -192,18 +192,13 @@ def _commit() -> str:
 
 
 def _machine() -> str:
-    import os
+    """The CPU as normlib_benchmarks.machine names it for every benchmark, and the system."""
     import platform
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}"
+    from normlib_benchmarks.machine import machine_info
+
+    info = machine_info()
+    return f"{info['cpu']}, {info['cores']} logical CPUs, {platform.system()} {platform.release()}"
 
 
 def report(weights: list[Weight], browser: str, command: str, commit: str,
