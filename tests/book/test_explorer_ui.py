@@ -682,7 +682,7 @@ def chapter(lang: str, number: str) -> str:
 
 
 RUNS = [(lang, ch, phone) for lang in ("ko", "en") for ch in ("03", "06") for phone in (False, True)]
-ACTIONS = 63          # per run: 8 runs, 504 actions
+ACTIONS = 36          # per run: 8 runs, 288 actions (504 until issue 38: about 30 s of make test for 216 more)
 
 
 @pytest.mark.parametrize("lang,ch,phone", RUNS, ids=[f"{lang}-{ch}-{'phone' if p else 'desktop'}" for lang, ch, p in RUNS])
