@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BOOK   := _build/html/index.html
 
-.PHONY: help book test timings test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep page-weight \
+.PHONY: help book test timings test-fast lint venv assets lab lab-teacher chapters notebooks perturbed serve clean bench bench-kernels bench-fused bench-fold bench-dyt bench-dyt-seeds bench-placement bench-lr-sweep page-weight \
 	assignments assignments-release autograde feedback repository collect roster grades-export feedback-export \
 	student
 
@@ -119,6 +119,12 @@ bench: $(STAMP)
 ## a fixed cost per operation (one thread; under a minute); writes benchmarks/results/kernels.{md,json}.
 bench-kernels: $(STAMP)
 	$(PY) benchmarks/kernels.py
+
+## Time chapter 12's fused LayerNorm/RMSNorm kernel (normlib_book.fused) against torch's kernels, torch.compile's
+## and the memory limit, with the chapter's steps, at torch's thread count (about 10 minutes; compiles the
+## kernel first if needed); writes benchmarks/results/fused.{md,json}, which chapter 12 reads.
+bench-fused: $(STAMP)
+	$(PY) benchmarks/fused.py
 
 ## Time conv + BatchNorm in evaluation mode against the folded conv (chapter 10; under a minute);
 ## writes benchmarks/results/fold.{md,json}.

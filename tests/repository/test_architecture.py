@@ -336,14 +336,14 @@ JS_IMPORT = re.compile(r"^\s*import\b|\bimport\s*\(|\brequire\s*\(", re.MULTILIN
 def test_the_books_javascript_imports_nothing_and_is_shipped():
     """explorer.js is one self-contained ES module: it imports nothing (the static page mounts it from
     the stored widget state, offline, with no bundler and no CDN), and the package ships it and its
-    stylesheet (Colab installs normlib[book] from git)."""
+    stylesheet (Colab installs normlib[book] from git), and chapter 12's C++ source beside them."""
     scripts = sorted(PACKAGE_DIRS["normlib_book"].rglob("*.js"))
     assert [p.name for p in scripts] == ["explorer.js"], scripts
     for path in scripts:
         found = JS_IMPORT.findall(path.read_text(encoding="utf-8"))
         assert not found, f"{path.relative_to(ROOT)} imports {found}"
     data = SETUPTOOLS["package-data"]
-    assert set(data["normlib_book"]) == {"explorer.js", "explorer.css"}, data
+    assert set(data["normlib_book"]) == {"explorer.js", "explorer.css", "fused.cpp"}, data
     assert all((PACKAGE_DIRS["normlib_book"] / name).is_file() for name in data["normlib_book"])
 
 
