@@ -21,18 +21,26 @@ names below; ``import normlib`` does not import this package.
 """
 
 from .graphs import graph_breaks
-from .machine import copy_bandwidth, keep_freed_memory, machine_info, matmul_gflops, peak_memory
+from .machine import (
+    add_latency_ns,
+    copy_bandwidth,
+    keep_freed_memory,
+    machine_info,
+    matmul_gflops,
+    peak_memory,
+    vector_sum_ns,
+)
 from .plots import plot, roofline
-from .report import Results, Row, last_run, load, markdown_table, targets, targets_markdown
+from .report import Results, Row, last_run, load, markdown_table, size_check, targets, targets_markdown
 from .suite import compare, compare_ops, measure, run
-from .traffic import Traffic, passes
+from .traffic import Traffic, passes, variant_passes
 from .variants import ALL_OPS, MODES, OPS, SMALL_SIZES, VARIANTS, VARIANTS_OF
-from .work import FLOPS_PER_ELEMENT, PASSES, minimal_bytes
+from .work import FLOPS_PER_ELEMENT, PASSES, in_core_ceiling, minimal_bytes
 
 __all__ = [
     "OPS", "ALL_OPS", "VARIANTS", "VARIANTS_OF", "MODES", "PASSES", "FLOPS_PER_ELEMENT", "SMALL_SIZES",
     "Row", "Results",
-    "minimal_bytes", "copy_bandwidth", "keep_freed_memory", "matmul_gflops", "peak_memory", "machine_info", "graph_breaks",
-    "measure", "compare", "compare_ops", "run", "Traffic", "passes", "load", "last_run",
-    "markdown_table", "targets", "targets_markdown", "plot", "roofline",
+    "minimal_bytes", "in_core_ceiling", "add_latency_ns", "vector_sum_ns", "copy_bandwidth", "keep_freed_memory", "matmul_gflops", "peak_memory", "machine_info", "graph_breaks",
+    "measure", "compare", "compare_ops", "run", "Traffic", "passes", "variant_passes", "load", "last_run",
+    "markdown_table", "size_check", "targets", "targets_markdown", "plot", "roofline",
 ]

@@ -22,7 +22,7 @@ import torch
 
 __all__ = [
     "GB", "MiB", "median_time", "copy_bandwidth", "keep_freed_memory", "matmul_gflops", "peak_memory",
-    "machine_info", "load_average",
+    "machine_info", "load_average", "add_latency_ns", "vector_sum_ns", "huge_pages", "virtualization",
 ]
 
 GB = 1e9
@@ -109,6 +109,97 @@ def matmul_gflops(n: int = 2048, repeats: int = 5, warmup: int = 1) -> float:
     out = torch.empty(n, n)
     seconds = median_time(lambda: torch.mm(a, b, out=out), repeats, warmup)
     return 2 * n ** 3 / seconds / GB
+
+
+def _slope_ns(make: Callable[[int], Callable[[], object]], sizes=(16384, 65536), repeats: int = 200,
+              warmup: int = 20) -> float:
+    """ns per element: the difference of the median times of ``make(n)()`` at two sizes, over the
+    difference of the sizes, so that the fixed cost of a call (about a microsecond) drops out.
+    One thread, whatever torch's setting (restored after); both sizes fit in the caches."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        small, large = (median_time(make(n), repeats, warmup) for n in sizes)
+    finally:
+        torch.set_num_threads(threads)
+    return 1e9 * (large - small) / (sizes[1] - sizes[0])
+
+
+def add_latency_ns(in_cache: bool = True) -> float:
+    """The in-core ceiling of a serial loop: ns per element of a chain of dependent additions.
+
+    It times ``torch.cumsum`` of a float32 vector. ATen's CPU cumsum is a scalar loop,
+    ``acc += x[i]; out[i] = acc``, with one ``double`` accumulator: each addition needs the
+    result of the one before it, so on data in the caches (``in_cache=True``: 64 KiB to 256 KiB)
+    the loop runs at one addition per add latency (2 to 4 cycles on current x86 cores); the
+    loads, the conversions and the stores do not wait on the chain and overlap with it. With
+    ``in_cache=False`` (32 MiB to 128 MiB, far beyond the caches) the same chain is fed from
+    memory: a loop that advances one element per latency cannot run far enough ahead of its loads
+    to hide the memory's, and it is slower again. ATen's training-mode BatchNorm statistics
+    (contiguous layout) are the same loop, twice (chapter 8).
+
+    >>> add_latency_ns() > 0
+    True
+    """
+    gen = torch.Generator().manual_seed(0)
+
+    def make(n):
+        x, out = torch.randn(n, generator=gen), torch.empty(n)
+        return lambda: torch.cumsum(x, 0, out=out)
+
+    if in_cache:
+        return _slope_ns(make)
+    return _slope_ns(make, sizes=(2 ** 23, 2 ** 25), repeats=7, warmup=2)
+
+
+def vector_sum_ns() -> float:
+    """The same sum without the chain: ns per element of ``x.sum()`` over a float32 vector in the
+    caches, one thread. ATen's sum keeps several vector accumulators (SIMD lanes, and several
+    registers of them), so the additions do not wait on one another: the ceiling of a vectorized
+    reduction with independent accumulators.
+
+    >>> vector_sum_ns() > 0
+    True
+    """
+    gen = torch.Generator().manual_seed(0)
+
+    def make(n):
+        x = torch.randn(n, generator=gen)
+        return x.sum
+
+    return _slope_ns(make)
+
+
+def huge_pages() -> Optional[str]:
+    """The kernel's transparent huge pages setting (``always``, ``madvise`` or ``never``), or None
+    where it cannot be read. With ``madvise``, glibc's malloc asks for huge pages only when told
+    to (``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    chosen = [word[1:-1] for word in text.split() if word.startswith("[")]
+    return chosen[0] if chosen else None
+
+
+def virtualization() -> Optional[str]:
+    """What the machine runs under, as far as Linux tells: ``"Firecracker microVM"`` when the
+    kernel was started by Firecracker's init (its command line says so), ``"virtual machine"``
+    when the CPU flags say a hypervisor is present, ``None`` for bare metal or where it cannot be
+    read. A first touch of a page costs more in a virtual machine (the host may have to back the
+    page too), so allocation measurements carry this beside them."""
+    try:
+        with open("/proc/cmdline", encoding="utf-8") as f:
+            if "firecracker" in f.read():
+                return "Firecracker microVM"
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "virtual machine" if "hypervisor" in line.split() else None
+    except OSError:
+        pass
+    return None
 
 
 def peak_memory(fn: Callable[[], object]) -> int:

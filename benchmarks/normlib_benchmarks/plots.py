@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence
 from .report import Row, reference, shape_label
 from .variants import MODES, OPS, VARIANTS
 from .words import text
-from .work import intensity
+from .work import SERIAL_ADDS, in_core_ceiling, intensity
 
 __all__ = ["plot", "roofline"]
 
@@ -97,7 +97,7 @@ def plot(rows: Sequence[Row], lang: str = "en"):
 
 
 def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "en",
-             title: Optional[str] = None):
+             title: Optional[str] = None, ceilings: Optional[Dict[str, float]] = None, threads: int = 1):
     """The roofline: each row's arithmetic intensity (FLOPs per minimal byte,
     :func:`~normlib_benchmarks.work.intensity`) against its achieved GFLOP/s, under the two roofs —
     ``bandwidth × intensity`` (memory) and ``gflops`` (a float32 matmul). Log–log. Colour:
@@ -106,6 +106,15 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
     Every normalization sits far left of the ridge (where the roofs meet): memory, not
     arithmetic, sets its speed, and a point below the slanted roof moves more than the
     minimal bytes (or waits on something else).
+
+    ``ceilings``: the in-core ceilings of an op whose statistics are a serial loop
+    (:data:`~normlib_benchmarks.work.SERIAL_ADDS`), drawn as dashed lines across its forward
+    point: ``{"serial": ns}``, the time of one dependent addition on data in cache
+    (:func:`~normlib_benchmarks.machine.add_latency_ns`), ``{"serial_memory": ns}``, the same on
+    data streamed from memory, and ``{"simd": ns}``, an addition of a
+    vectorized sum (:func:`~normlib_benchmarks.machine.vector_sum_ns`), each on ``threads``
+    threads (:func:`~normlib_benchmarks.work.in_core_ceiling`). Only ops present among the
+    rows' forward points get them.
 
     >>> from normlib_benchmarks import compare
     >>> rows = compare("layer_norm", (8, 16), "forward", variants=("torch",), repeats=2)
@@ -127,10 +136,22 @@ def roofline(rows: Sequence[Row], bandwidth: float, gflops: float, lang: str = "
         colour = colours[r.variant]
         ax.scatter([intensity(r.op, r.mode)], [r.gflops], marker=_MARKERS[r.op], s=44, alpha=0.85, edgecolors=colour,
                    facecolors=colour if r.mode == "forward" else "none", linewidths=1.3)
+    ceiling_levels = []
+    for op in SERIAL_ADDS:
+        if not ceilings or not any(r.op == op and r.mode == "forward" for r in rows):
+            continue
+        x = intensity(op, "forward")
+        for kind in ("serial", "serial_memory", "simd"):
+            if ceilings.get(kind):
+                level = in_core_ceiling(op, "forward", ceilings[kind], threads)
+                ceiling_levels.append(level)
+                ax.plot([x / 1.5, x * 30], [level, level], color=colours["torch"], linestyle=(0, (4, 3)), linewidth=1)
+                ax.annotate(_label(f"ceiling_{kind}", lang).format(ns=ceilings[kind], gf=level), (x * 30, level * 1.1),
+                            fontsize=7, color=colours["torch"], ha="right")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(min([r.gflops for r in rows] + [bandwidth * lo]) / 2, gflops * 3)
+    ax.set_ylim(min([r.gflops for r in rows] + [bandwidth * lo] + ceiling_levels) / 2, gflops * 3)
     ax.set_xlabel(_label("intensity", lang))
     ax.set_ylabel(_label("gflops", lang))
     if title:

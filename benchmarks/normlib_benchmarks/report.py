@@ -21,7 +21,7 @@ from .variants import Shape
 
 __all__ = [
     "Row", "Results", "load", "shape_label", "largest_shapes", "reference",
-    "markdown_table", "targets", "targets_markdown",
+    "markdown_table", "targets", "targets_markdown", "size_check",
 ]
 
 
@@ -203,6 +203,30 @@ def _fraction(r: Row, bandwidth: Optional[float]) -> Optional[float]:
     return r.gbps / bandwidth if bandwidth else None
 
 
+def size_check(rows: Sequence[Row]) -> List[Dict[str, object]]:
+    """Time must grow with size. For each (op, mode, variant), its shapes in order of elements:
+    every pair of neighbours where the larger input did not take longer than the smaller one,
+    as ``{"op", "mode", "variant", "shape", "seconds", "larger", "larger_seconds"}``. A run on a
+    quiet machine gives none; a pair here means that one of the two was measured while
+    something else ran (a run writes them into its results rather than dropping the rows).
+
+    >>> fast = lambda shape, s: Row("layer_norm", "torch", shape, "forward", s, [s], 1.0, 1.0, None, 0)
+    >>> [(d["shape"], d["larger"]) for d in size_check([fast((4, 8), 2.0), fast((4, 16), 1.0), fast((4, 32), 3.0)])]
+    [((4, 8), (4, 16))]
+    """
+    series: Dict[Tuple, List[Row]] = {}
+    for r in rows:
+        series.setdefault((r.op, r.mode, r.variant), []).append(r)
+    out = []
+    for (op, mode, variant), group in series.items():
+        group = sorted(group, key=lambda r: math.prod(r.shape))
+        for small, large in zip(group, group[1:]):
+            if math.prod(large.shape) > math.prod(small.shape) and large.seconds <= small.seconds:
+                out.append({"op": op, "mode": mode, "variant": variant, "shape": tuple(small.shape),
+                            "seconds": small.seconds, "larger": tuple(large.shape), "larger_seconds": large.seconds})
+    return out
+
+
 def markdown_table(rows: Sequence[Row], bandwidth: Optional[float] = None,
                    machine: Optional[Dict[str, object]] = None) -> str:
     """The rows as a Markdown table, with time and memory as ratios to torch's built-in.
@@ -211,7 +235,8 @@ def markdown_table(rows: Sequence[Row], bandwidth: Optional[float] = None,
     GB/s of minimal traffic and its share of the copy bandwidth, peak memory and ÷ torch,
     bytes saved for backward and ÷ torch, compile time (first call), graphs and whether
     inductor's cache had them. Preceded by a line on the machine when ``machine``
-    (:func:`~normlib_benchmarks.machine.machine_info`) is given.
+    (:func:`~normlib_benchmarks.machine.machine_info`) is given. A row of a pair that
+    :func:`size_check` flags has ⚠ after its median.
 
     >>> from normlib_benchmarks import compare
     >>> rows = compare("layer_norm", (8, 16), "forward", variants=("hand", "torch"), repeats=2)
@@ -230,12 +255,14 @@ def markdown_table(rows: Sequence[Row], bandwidth: Optional[float] = None,
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     ref = reference(rows)
+    flagged = {(d["op"], d["mode"], d["variant"], shape) for d in size_check(rows) for shape in (d["shape"], d["larger"])}
     for r in rows:
         t = ref.get(_key(r))
         fraction = _fraction(r, bandwidth)
+        mark = " ⚠" if (r.op, r.mode, r.variant, tuple(r.shape)) in flagged else ""
         cells = [
             r.op, shape_label(r.shape), r.mode, r.variant,
-            f"{r.seconds * 1e3:.3g}", f"{100 * r.spread:.0f}%",
+            f"{r.seconds * 1e3:.3g}{mark}", f"{100 * r.spread:.0f}%",
             _ratio(r.seconds, t and t.seconds), f"{r.gbps:.1f}",
             "–" if fraction is None else f"{100 * fraction:.0f}%",
             f"{r.peak_bytes / MiB:.1f}", _ratio(r.peak_bytes, t and t.peak_bytes),

@@ -51,7 +51,7 @@ __all__ = ["compare", "compare_ops", "measure", "run"]
 
 def compare(op: str, shape: Sequence[int], mode: str, variants: Optional[Sequence[str]] = None,
             repeats: int = 10, warmup: int = 2, bandwidth: Optional[float] = None,
-            seed: int = 0, affine: bool = True) -> List[Row]:
+            seed: int = 0, affine: Union[bool, str] = True) -> List[Row]:
     """Time ``variants`` of ``op`` on one input of ``shape``, interleaved; one :class:`Row` each.
 
     ``op``: ``"layer_norm"`` or ``"rms_norm"`` (shape ``(rows, D)``, normalized over D) or
@@ -59,8 +59,9 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Optional[Sequenc
     ``"dyt"`` (chapter 11, shape ``(rows, D)``); ``variants``: by default all of the op's
     (:data:`~normlib_benchmarks.variants.VARIANTS_OF`); ``mode``: ``"forward"`` or
     ``"forward+backward"``. ``bandwidth`` (GB/s, e.g. from :func:`copy_bandwidth`) gives each row
-    its ``fraction``. ``affine=False`` leaves out γ and β (and so their gradients): ``make bench``
-    uses it to see what those two column sums cost.
+    its ``fraction``. ``affine=False`` leaves out γ and β (and so their gradients);
+    ``affine="frozen"`` keeps γ and β without gradients (the multiply and the add stay, the two
+    column sums go): ``make bench`` uses both to see what those two column sums cost.
 
     The compiled variant calls ``torch._dynamo.reset()`` first and compiles for this shape and
     mode only (``dynamic=False``): otherwise a run over many shapes would reach dynamo's
@@ -80,7 +81,7 @@ def compare(op: str, shape: Sequence[int], mode: str, variants: Optional[Sequenc
 
 def compare_ops(pairs: Sequence[Tuple[str, str]], shape: Sequence[int], mode: str, repeats: int = 10,
                 warmup: int = 2, bandwidth: Optional[float] = None, seed: int = 0,
-                affine: bool = True) -> List[Row]:
+                affine: Union[bool, str] = True) -> List[Row]:
     """:func:`compare` across ops: each ``(op, variant)`` of ``pairs`` on its op's seeded input of
     ``shape``, timed in turn like the variants of one op, so that a ratio between two ops (chapter
     11: DyT against LayerNorm and RMSNorm) is measured under the same load. ``dynamo`` is reset once,
@@ -192,6 +193,9 @@ def run(sizes: Optional[Dict[str, Sequence[Sequence[int]]]] = None, variants: Se
     """Compare ``variants`` for every op and shape in ``sizes`` (default
     :data:`~normlib_benchmarks.variants.SMALL_SIZES`) and every mode.
 
+    The load average (1 min) is read before, after each (op, shape, mode) and after the run:
+    ``conditions`` keeps the first, the highest and the last.
+
     Unless ``bandwidth`` is given, the copy bandwidth is measured before and after the
     comparisons; the fractions divide by the higher of the two,
     what the machine showed it can do, and both are kept in ``conditions``: when they differ
@@ -223,9 +227,12 @@ def run(sizes: Optional[Dict[str, Sequence[Sequence[int]]]] = None, variants: Se
             conditions["copy_gbps_before"] = copy_bandwidth()
         gflops = matmul_gflops() if gflops is None else gflops
         rows: List[Row] = []
+        highest = conditions["load_average_before"]
         for done, (op, shape, mode) in enumerate(cases, start=1):
             step(done, f"{op} {shape_label(shape)} {mode}")
             rows += compare(op, shape, mode, variants, repeats, warmup, bandwidth)
+            load = load_average()
+            highest = load if highest is None or (load is not None and load > highest) else highest
         step(len(cases) + 1, "copy bandwidth")
         if measure_bandwidth:
             conditions["copy_gbps_after"] = copy_bandwidth()
@@ -236,5 +243,6 @@ def run(sizes: Optional[Dict[str, Sequence[Sequence[int]]]] = None, variants: Se
     finally:
         close()
     conditions["load_average_after"] = load_average()
+    conditions["load_average_max"] = highest     # the highest seen after each case
     return Results(rows=rows, bandwidth=bandwidth, matmul_gflops=gflops, machine=machine,
                    conditions=conditions, seconds=time.perf_counter() - start)

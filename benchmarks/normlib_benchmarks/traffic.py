@@ -27,7 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["Traffic", "passes"]
+__all__ = ["Traffic", "passes", "variant_passes"]
 
 
 class Traffic(TorchDispatchMode):
@@ -78,3 +78,24 @@ def passes(fn: Callable[[], torch.Tensor], wrt: Sequence[torch.Tensor],
     with Traffic(size) as backward:
         torch.autograd.grad(y, list(wrt), dy)
     return forward, backward
+
+
+def variant_passes(op: str, variant: str, shape: Optional[Sequence[int]] = None) -> Tuple[int, int]:
+    """(forward, forward+backward): the passes one benchmark call of ``variant`` of ``op`` makes,
+    counted on a small seeded input (the count does not depend on the size), with γ and β. The
+    predicted time of a call is these passes × the input's bytes ÷ the copy bandwidth (chapter 8;
+    ``make bench`` writes it beside each measured time). The compiled variant runs outside the
+    dispatcher and cannot be counted.
+
+    >>> variant_passes("layer_norm", "torch")
+    (2, 5)
+    """
+    from .variants import SMALL_SIZES, Case, check, function
+
+    if variant == "compiled":
+        raise ValueError("variant must be one that runs aten operations ('readable', 'hand', 'torch'); got 'compiled'")
+    shape = check(op, (variant,), "forward+backward", shape or SMALL_SIZES[op][0])
+    case = Case(op, shape, "forward+backward")
+    fn = function(op, variant)
+    forward, backward = passes(lambda: case.forward(fn), case.leaves)
+    return forward.total, forward.total + backward.total

@@ -28,7 +28,7 @@ True
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple, Union
 
 import torch
 
@@ -137,17 +137,22 @@ class Case:
     """Seeded inputs of one (op, shape, mode), and how to call a variant on them.
 
     γ and β are random, not ones and zeros; ``dy`` is the fixed upstream gradient of
-    forward+backward. ``affine=False`` leaves out γ and β. ``state`` is BatchNorm's running
+    forward+backward. ``affine=False`` leaves out γ and β; ``affine="frozen"`` keeps them with
+    ``requires_grad=False``: the multiply and the add stay, their gradients (two sums down the
+    columns) go. ``state`` is BatchNorm's running
     statistics, or DyT's α (0.5, the paper's α₀, a leaf with a gradient in forward+backward).
     """
 
-    def __init__(self, op: str, shape: Shape, mode: str, seed: int = 0, affine: bool = True) -> None:
+    def __init__(self, op: str, shape: Shape, mode: str, seed: int = 0, affine: Union[bool, str] = True) -> None:
+        if affine not in (True, False, "frozen"):
+            raise ValueError(f"affine must be True, False or 'frozen'; got {affine!r}")
         gen = torch.Generator().manual_seed(seed)
         features = shape[1] if op == "batch_norm2d" else shape[-1]
         grad = mode == "forward+backward"
         self.x = torch.randn(shape, generator=gen).requires_grad_(grad)
-        weight = (1 + 0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
-        bias = None if op == "rms_norm" else (0.5 * torch.randn(features, generator=gen)).requires_grad_(grad)
+        learned = grad and affine is True
+        weight = (1 + 0.5 * torch.randn(features, generator=gen)).requires_grad_(learned)
+        bias = None if op == "rms_norm" else (0.5 * torch.randn(features, generator=gen)).requires_grad_(learned)
         self.weight, self.bias = (weight, bias) if affine else (None, None)
         self.state = (torch.zeros(features), torch.ones(features)) if op == "batch_norm2d" else None
         if op == "dyt":

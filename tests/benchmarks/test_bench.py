@@ -314,3 +314,75 @@ def test_a_benchmark_run_is_saved_where_the_chapters_read_it(tmp_path, capsys):
     assert (folder / "dyt.md").read_text(encoding="utf-8") == "# dyt\n"
     assert capsys.readouterr().out == "# fold\n\n# dyt\n"
     assert committed_results("fold", "bench-fold", tmp_path / "chapters" / "ko") == {"rows": [1, 2], "cpu": "é"}
+
+
+# ------------------------------------------------------------------ chapter 8's checks of a run (issue 39)
+
+def test_size_check_flags_a_pair_that_did_not_grow_and_keeps_its_rows():
+    """The first reference run's 8192×768 rows took longer than 8192×1024: such a pair is listed and
+    both its rows are marked ⚠ in the table, and nothing is dropped."""
+    rows = [fake_row("layer_norm", "torch", (8, 64), "forward", 2.0),
+            fake_row("layer_norm", "torch", (16, 64), "forward", 1.0),      # faster than the smaller size
+            fake_row("layer_norm", "torch", (32, 64), "forward", 3.0),
+            fake_row("layer_norm", "readable", (8, 64), "forward", 1.0),
+            fake_row("layer_norm", "readable", (16, 64), "forward", 2.0)]
+    flagged = bench.report.size_check(rows)
+    assert [(d["variant"], d["shape"], d["larger"]) for d in flagged] == [("torch", (8, 64), (16, 64))]
+    table = bench.markdown_table(rows, bandwidth=10.0)
+    marked = [line.split(" | ")[:4] for line in table.splitlines() if "⚠" in line]
+    assert marked == [["| layer_norm", "8×64", "forward", "torch"], ["| layer_norm", "16×64", "forward", "torch"]]
+    assert len([line for line in table.splitlines() if line.startswith("| layer_norm")]) == len(rows)
+    growing = [fake_row("rms_norm", "hand", (n, 64), "forward+backward", n / 8) for n in (8, 16, 32)]
+    assert bench.report.size_check(growing) == []
+
+
+def test_in_core_ceiling_by_hand():
+    # BatchNorm2d forward: 8 FLOPs per element, 2 dependent additions per element (mean, variance)
+    assert bench.work.in_core_ceiling("batch_norm2d", "forward", 0.5) == pytest.approx(8 / (2 * 0.5))
+    assert bench.work.in_core_ceiling("batch_norm2d", "forward", 0.5, threads=2) == pytest.approx(16.0)
+    assert bench.work.in_core_ceiling("batch_norm2d", "forward+backward", 1.0) == pytest.approx(21 / 2)
+    with pytest.raises(ValueError, match="got 'layer_norm'"):
+        bench.work.in_core_ceiling("layer_norm", "forward", 1.0)
+    with pytest.raises(ValueError, match="ns_per_add=0"):
+        bench.work.in_core_ceiling("batch_norm2d", "forward", 0)
+
+
+def test_roofline_draws_the_in_core_ceilings_across_batch_norms_forward_point():
+    import matplotlib.pyplot as plt
+
+    bn = bench.compare("batch_norm2d", (2, 3, 4, 4), "forward", variants=("torch",), repeats=1)
+    ln = bench.compare("layer_norm", (4, 8), "forward", variants=("torch",), repeats=1)
+    fig = bench.roofline(bn + ln, bandwidth=10.0, gflops=100.0, ceilings={"serial": 1.0, "simd": 0.05})
+    ax = fig.axes[0]
+    levels = sorted(line.get_ydata()[0] for line in ax.lines[1:])
+    assert len(ax.lines) == 3 and levels == pytest.approx([4.0, 80.0])       # 8 FLOP ÷ (2 × ns)
+    assert any("4.0 GFLOP/s" in t.get_text() for t in ax.texts)
+    plt.close(fig)
+    for rows, ceilings in ((ln, {"serial": 1.0}), (bn, None)):       # no BatchNorm point, or no ceiling given
+        fig = bench.roofline(rows, bandwidth=10.0, gflops=100.0, ceilings=ceilings)
+        assert len(fig.axes[0].lines) == 1
+        plt.close(fig)
+
+
+def test_frozen_affine_keeps_gamma_and_beta_without_their_gradients():
+    fn = variants.function("layer_norm", "torch")
+    learned = variants.Case("layer_norm", (4, 8), "forward+backward")
+    frozen = variants.Case("layer_norm", (4, 8), "forward+backward", affine="frozen")
+    bare = variants.Case("layer_norm", (4, 8), "forward+backward", affine=False)
+    y = frozen.forward(fn)
+    assert torch.equal(y, learned.forward(fn)) and not torch.equal(y, bare.forward(fn))
+    y.backward(frozen.dy)
+    assert frozen.x.grad is not None and frozen.weight.grad is None and frozen.bias.grad is None
+    with pytest.raises(ValueError, match="got 'yes'"):
+        variants.Case("layer_norm", (4, 8), "forward", affine="yes")
+
+
+def test_variant_passes_are_chapter_8s_counts():
+    from normlib_benchmarks.traffic import variant_passes
+
+    # torch's LayerNorm: x read, y written; backward x and dy read, dx written. The readable forward:
+    # 8 reads and 6 writes (test_passes_are_counted_by_hand lists them).
+    assert variant_passes("layer_norm", "torch") == (2, 5)
+    assert variant_passes("layer_norm", "readable")[0] == 14
+    with pytest.raises(ValueError, match="got 'compiled'"):
+        variant_passes("layer_norm", "compiled")
