@@ -165,6 +165,19 @@ PAIRS = {
                             "your result equals the one computed without ε, γ/√σ²: add bn.eps under the square root, γ/√(σ² + ε)."),
     "ex:diag:fold_training": ("학습 모드의 BatchNorm을 그대로 접었습니다. 학습 모드는 배치마다 그 배치의 통계로 정규화하므로 고정된 weight와 bias로 바꿀 수 없습니다. bn.training이면 ValueError를 일으키세요.",
                               "your fold folded a BatchNorm in training mode without complaint; training mode normalizes each batch with its own statistics, which no fixed weight and bias reproduce. Raise a ValueError when bn.training is set."),
+    # chapter 12's exercise: ∂L/∂γ and ∂L/∂β as a two-stage reduction (normlib_classroom.fused)
+    "ex:case_two_stage": ("x̂와 ∂L/∂y의 모양 ({rows}, {d}), rows_per_block={block}", "x̂ and ∂L/∂y of shape ({rows}, {d}), rows_per_block={block}"),
+    "ex:partials": ("블록별 부분합", "partial sums (partials)"),
+    "ex:not_triple": ("∂L/∂γ, ∂L/∂β, 블록별 부분합의 세 텐서를 돌려줘야 하는데, 받은 값은 {got}입니다.",
+                      "expected three tensors (dgamma, dbeta, partials), received {got}."),
+    "ex:diag:one_stage": ("블록별 부분합은 블록마다 한 행씩 있어야 합니다. 행 {rows}개를 {block}행씩 나누면 블록이 {blocks}개이고, 1단계는 블록마다 합을 따로 둡니다(모양: 블록 수, 2, D). 모든 행을 한꺼번에 더하면 2단계 리덕션이 아닙니다.",
+                          "partials needs one row of partial sums per block: {rows} rows in blocks of {block} make {blocks} blocks, and stage 1 keeps each block's sums apart (shape: blocks, 2, D). Summing every row at once is not a two-stage reduction."),
+    "ex:diag:last_block": ("짧은 마지막 블록(행 {first}–{last})이 빠졌습니다. 블록 수는 행 수를 rows_per_block으로 나눈 몫(내림)이 아니라 올림한 값, ceil(rows / rows_per_block)입니다. 행이 {rows}개이고 rows_per_block이 {block}일 때 블록은 모두 {blocks}개입니다.",
+                           "the short last block (rows {first}–{last}) is missing: the number of blocks is ceil(rows / rows_per_block), rounded up, not rows // rows_per_block. With {rows} rows and rows_per_block = {block} there are {blocks} blocks."),
+    "ex:diag:swapped": ("∂L/∂γ와 ∂L/∂β가 서로 바뀌었습니다. partials[k, 0]은 Σ dy·x̂, partials[k, 1]은 Σ dy입니다.",
+                        "∂L/∂γ and ∂L/∂β are swapped: partials[k, 0] is Σ dy·x̂ and partials[k, 1] is Σ dy."),
+    "ex:diag:partial_mean": ("부분합이 블록에 든 행들의 합이 아니라 평균입니다. 블록마다 .sum(0)으로 더하세요. 마지막 블록은 행 수가 달라서 평균으로는 전체 합을 되살릴 수 없습니다.",
+                             "the partial sums are the means of each block's rows, not their sums: add them with sum. The last block has a different number of rows, so means cannot give back the total."),
     # the chapter sections the checkers point to: each is a "## " heading of chapters/src in that language
     "ex:sec:02_variance": ("모분산과 표본분산", "Population and sample variance"),
     "ex:sec:03_formula": ("공식", "The formula"),
@@ -179,6 +192,7 @@ PAIRS = {
     "ex:sec:10_fold": ("추론: BatchNorm을 앞 층에 접기", "Inference: folding BatchNorm into the layer before it"),
     "ex:sec:07_derive": ("LayerNorm의 ∂L/∂x 유도", "Deriving ∂L/∂x for LayerNorm"),
     "ex:sec:07_function": ("`torch.autograd.Function`으로", "As a `torch.autograd.Function`"),
+    "ex:sec:12_backward": ("융합 역전파", "The fused backward"),
 }
 
 

@@ -22,8 +22,9 @@ least two of them, and is none of these:
   a keyword or an assignment (``momentum=0.1``, ``mean= 2.00``, ``mode=train``), part of a
   formula (``u*offset^2``, ``FLOP/byte``), camelCase or PascalCase (``LayerNorm``, ``DyT``,
   ``RMSNorm``, ``ValueError``), all capitals (``RMS``, ``GPU``, ``MB``, ``FLOP``), inside
-  backticks, a quoted literal without spaces (``['weight', 'bias']``), or ``is``/``in``/``not``/
-  ``and``/``or`` between two pieces of code (``model[1].weight is weight_before``);
+  backticks or in a fenced code block of a Markdown output (chapter 12's C++), a quoted literal
+  without spaces (``['weight', 'bias']``), or ``is``/``in``/``not``/``and``/``or`` between two
+  pieces of code (``model[1].weight is weight_before``);
 * ``True``, ``False``, ``None``;
 * ``max``/``min`` before ``|…|`` (the math notation ``max |dx - autograd|``);
 * a word of ENGLISH_ALLOWED (below, each with its reason).
@@ -88,6 +89,7 @@ ENGLISH_ALLOWED = {
     "weight": "the layers' parameter (module.weight): 'weight (5,)' next to its shape",
     "bias": "the layers' parameter (module.bias): \"['weight'] (bias 없음)\"",
     "welford": "Welford's algorithm, and normlib.stats.welford in a table's header",
+    "triton": "Triton, the GPU kernel language and its package, named as such (chapter 12)",
     "processor": "part of the benchmark machine's CPU name: 'Intel(R) Xeon(R) Processor'",
     "vs": "'versus', written so in Korean too: 'G = 1 vs LayerNorm'",
 }
@@ -131,6 +133,7 @@ TORCH_MESSAGES = {
 REPR_PHRASES = [r"Parameter containing:"]
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+FENCED = re.compile(r"^```[^\n]*\n.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)   # a fenced code block in Markdown
 MASKS = [re.compile(p) for p in (*TORCH_MESSAGES, *REPR_PHRASES)] + [
     re.compile(r"`[^`\n]*`"),               # inline code
     re.compile(r"'[^'\s]+'|\"[^\"\s]+\""),  # quoted literals: ['weight', 'bias'], ('all_gather', 7)
@@ -218,7 +221,8 @@ def shown_outputs(cell) -> list[tuple[str, str]]:
         elif any(m.startswith("image/") for m in data) or WIDGET_VIEW in data:
             continue
         elif "text/markdown" in data:
-            shown.append((f"output {k} (text/markdown)", data["text/markdown"]))
+            # a fenced block is a listing of code (chapter 12's C++), as inline code in backticks is
+            shown.append((f"output {k} (text/markdown)", FENCED.sub(" ", data["text/markdown"])))
         elif "text/plain" in data:
             shown.append((f"output {k} (text/plain)", data["text/plain"]))
     return [(what, ANSI.sub("", text)) for what, text in shown]
@@ -376,6 +380,16 @@ def test_code_units_and_names_in_a_korean_output_pass():
          "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 640x480 with 1 Axes>"}},
     ])
     assert english_in_outputs(nb) == []
+
+
+def test_a_code_listing_in_a_markdown_output_is_code_and_the_words_around_it_are_not():
+    listing = "```cpp\nfor (int64_t i = 0; i < d; ++i) s += row[i];\nreturn sum of squares;\n```"
+    nb = _notebook([{"output_type": "display_data", "metadata": {}, "data": {"text/markdown": listing}}])
+    assert english_in_outputs(nb) == []
+    nb = _notebook([{"output_type": "display_data", "metadata": {},
+                     "data": {"text/markdown": "row sums:\n" + listing + "\nthe serial loop"}}])
+    problems = english_in_outputs(nb)
+    assert len(problems) == 2 and ": row, sums\n" in problems[0] and ": the, serial, loop\n" in problems[1], problems
 
 
 def test_hangul_in_an_english_notebook_is_reported():
