@@ -44,7 +44,15 @@ def _size_list(shape) -> str:
 
 
 def _given(t) -> str:
-    return "None" if t is None else say(en="a tensor", ko="텐서")
+    """What was given for a running statistic, in the English messages."""
+    return "None" if t is None else "a tensor"
+
+
+def _received_ko(running_mean, running_var) -> str:
+    """What was given for the two running statistics, as a Korean clause: no Korean word inside code."""
+    def one(name: str, t) -> str:
+        return f"{name}에는 " + ("None을" if t is None else "텐서를")
+    return f"{one('running_mean', running_mean)}, {one('running_var', running_var)} 받았습니다."
 
 
 # --------------------------------------------------------------------------- normlib.messages
@@ -85,7 +93,7 @@ def too_few_dimensions(method: str, shape, at_least: int, layout: str, torch_say
         en=f"{method} expects an input of shape {layout} with at least {at_least} dimensions, "
            f"but got an input of shape {_fmt(shape)} ({len(shape)} dimensions)",
         ko=f"{method}의 입력은 차원이 {at_least}개 이상인 {layout} 모양이어야 하는데, "
-           f"모양 {_fmt(shape)}(차원 {len(shape)}개)인 입력을 받았습니다.")
+           f"모양이 {_fmt(shape)}인 {len(shape)}차원 입력을 받았습니다.")
 
 
 def num_groups_type(num_groups) -> str:
@@ -186,9 +194,8 @@ def running_stat_missing_in_eval(name: str, running_mean, running_var) -> str:
         en=f"batch_norm with training=False normalizes with running_mean and running_var, but got "
            f"running_mean={_given(running_mean)} and running_var={_given(running_var)}; pass both, "
            f"or training=True",
-        ko=f"training=False인 batch_norm은 running_mean과 running_var로 정규화하는데, 받은 값은 "
-           f"running_mean={_given(running_mean)}, running_var={_given(running_var)}입니다. "
-           f"둘 다 주거나 training=True로 부르세요.")
+        ko=f"training=False인 batch_norm은 running_mean과 running_var로 정규화하는데, "
+           f"{_received_ko(running_mean, running_var)} 둘 다 주거나 training=True로 부르세요.")
 
 
 def one_spatial_element(shape) -> str:
@@ -197,7 +204,7 @@ def one_spatial_element(shape) -> str:
            f"spatial elements of one sample, and an input of shape {_fmt(shape)} has 1; "
            f"expected (N, C, L) or (N, C, H, W, …) with L (or H·W·…) > 1",
         ko=f"use_input_stats=True인 instance_norm은 샘플 하나의 채널마다 공간 원소들로 분산을 구하는데, "
-           f"모양 {_fmt(shape)}인 입력에는 1개뿐입니다. L(또는 H·W·…)이 1보다 큰 "
+           f"모양 {_fmt(shape)}인 입력에는 채널마다 공간 원소가 1개뿐입니다. L(또는 H·W·…)이 1보다 큰 "
            f"(N, C, L)이나 (N, C, H, W, …)를 주세요.")
 
 
@@ -206,9 +213,8 @@ def instance_running_stats_missing(running_mean, running_var) -> str:
         en=f"instance_norm with use_input_stats=False normalizes with running_mean and running_var, "
            f"but got running_mean={_given(running_mean)} and running_var={_given(running_var)}; pass "
            f"both, or use_input_stats=True",
-        ko=f"use_input_stats=False인 instance_norm은 running_mean과 running_var로 정규화하는데, 받은 값은 "
-           f"running_mean={_given(running_mean)}, running_var={_given(running_var)}입니다. "
-           f"둘 다 주거나 use_input_stats=True로 부르세요.")
+        ko=f"use_input_stats=False인 instance_norm은 running_mean과 running_var로 정규화하는데, "
+           f"{_received_ko(running_mean, running_var)} 둘 다 주거나 use_input_stats=True로 부르세요.")
 
 
 def one_value_per_group(shape, num_groups: int) -> str:
@@ -304,8 +310,8 @@ def running_pair(fn: str, running_mean, running_var) -> str:
     return "running_mean and running_var must either both be None or neither be None: " + say(
         en=f"{fn} updates both running statistics from the batch, but got running_mean={_given(running_mean)} "
            f"and running_var={_given(running_var)}",
-        ko=f"{fn}에서는 배치로 이동 통계 둘을 함께 갱신하므로 둘 다 주거나 둘 다 None이어야 하는데, 받은 값은 "
-           f"running_mean={_given(running_mean)}, running_var={_given(running_var)}입니다.")
+        ko=f"{fn}에서는 배치로 이동 통계 둘을 함께 갱신하므로 둘 다 주거나 둘 다 None이어야 하는데, "
+           f"{_received_ko(running_mean, running_var)}")
 
 
 def running_requires_grad(fn: str, name: str) -> str:
@@ -328,14 +334,16 @@ def running_tangent(fn: str, tangents) -> str:
 def trailing_dims_param(fn: str, name: str, t, input_shape) -> str:
     n = len(input_shape)
     choices = [_fmt(input_shape[n - j:]) for j in range(1, n + 1)]
-    expected = ", ".join(choices) if choices else say(en="none, a 0-dim input has no dimension to scale",
-                                                      ko="없음(0차원 입력에는 곱할 차원이 없습니다)")
-    return say(
-        en=f"{fn} applies {name} to the trailing dimensions of the input, so {name} should have the shape of the "
-           f"last dimensions of an input of shape {_fmt(input_shape)} ({expected}), but got {name} of shape "
-           f"{_fmt(t.shape)}",
-        ko=f"{fn}에서 {name}의 값은 입력의 끝 차원들에 원소별로 적용되므로, {name}의 모양은 모양 {_fmt(input_shape)}인 "
-           f"입력의 끝 차원들({expected}) 가운데 하나와 같아야 합니다. 받은 {name}의 모양은 {_fmt(t.shape)}입니다.")
+    expected = ", ".join(choices) if choices else "none, a 0-dim input has no dimension to scale"
+    en = (f"{fn} applies {name} to the trailing dimensions of the input, so {name} should have the shape of the "
+          f"last dimensions of an input of shape {_fmt(input_shape)} ({expected}), but got {name} of shape "
+          f"{_fmt(t.shape)}")
+    if not choices:
+        return say(en=en, ko=f"{fn}에서 {name}의 값은 입력의 끝 차원들에 원소별로 적용되는데, 0차원 입력에는 곱할 "
+                             f"차원이 없으므로 이 매개변수를 줄 수 없습니다. 받은 {name}의 모양은 {_fmt(t.shape)}입니다.")
+    return say(en=en, ko=f"{fn}에서 {name}의 값은 입력의 끝 차원들에 원소별로 적용되므로, {name}의 모양은 입력(모양 "
+                         f"{_fmt(input_shape)})의 끝 차원 가운데 하나({' 또는 '.join(choices)})와 같아야 합니다. "
+                         f"받은 {name}의 모양은 {_fmt(t.shape)}입니다.")
 
 
 # --------------------------------------------------------------------------- normlib.modules, normlib.dyt
@@ -366,13 +374,14 @@ def input_dims(layer: str, allowed, layouts: str, input) -> str:
 
 
 def instance_channels(layer: str, num_features: int, layouts: str, dim: int, input) -> str:
+    layout = layouts.split(" or ")[0 if dim == 0 else -1]     # the layout the input was taken as: channels at dim
     return (f"expected input's size at dim={dim} to match num_features ({num_features}), but "
             f"got: {input.size(dim)}. " + say(
                 en=f"{layer}({num_features}) has one γ and β per channel: it expects "
-                   f"{num_features} channels at dim {dim} of a {layouts} input, but got an "
+                   f"{num_features} channels at dim {dim} of a {layout} input, but got an "
                    f"input of shape {tuple(input.shape)}",
                 ko=f"{layer}({num_features})에는 채널마다 γ와 β가 하나씩 있으므로 채널 "
-                   f"{num_features}개가 {layouts.replace(' or ', ' 또는 ')} 입력의 dim {dim}에 "
+                   f"{num_features}개가 {layout} 입력의 dim {dim}에 "
                    f"있어야 하는데, 모양 {tuple(input.shape)}인 입력을 받았습니다."))
 
 
@@ -457,7 +466,7 @@ def sync_one_value(world: int, shape) -> str:
     return say(
         en=f"sync_batch_norm in training mode needs more than 1 value per channel over all {world} processes, "
            f"but they hold 1 in all (this process's input has shape {_fmt(shape)})",
-        ko=f"학습 모드의 sync_batch_norm에는 채널마다 값이 1개보다 많이 필요한데(프로세스 {world}개를 통틀어), "
+        ko=f"학습 모드의 sync_batch_norm에는 채널마다 값이 2개 이상 필요한데(프로세스 {world}개를 통틀어), "
            f"모두 합쳐 1개뿐입니다(이 프로세스의 입력 모양은 {_fmt(shape)}).")
 
 
