@@ -70,7 +70,7 @@ STRINGS = {
         "your_answer": "작성한 답안",
         "your_task": "과제",
         "test_cell": "검사 셀",
-        "coding_response": "코드 서술형 답안",
+        "coding_response": "코드 답안",
         "written_response": "서술형 답안",
         "task": "과제",
         "comment": "코멘트",

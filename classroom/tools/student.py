@@ -41,7 +41,7 @@ def check_name(name: str, course: Path = COURSE) -> None:
     if name in names:
         return
     which = (f"There is no assignment {name!r}." if name else "Name an assignment: make student A=<assignment>.")
-    korean = (f"{name!r}라는 과제는 없습니다." if name else "과제 이름을 함께 적어 주세요(make student A=<과제>).")
+    korean = (f"없는 과제 이름입니다: {name!r}." if name else "과제 이름을 함께 적어 주세요(make student A=<과제>).")
     example = {lang: next((n for n in names if n.endswith(f"_{lang}")), names[0]) for lang in ("en", "ko")}
     raise SystemExit(f"{which} Assignments: {' '.join(names)}\nExample: make student A={example['en']}\n"
                      f"{korean} 있는 과제: {' '.join(names)}\n예: make student A={example['ko']}")
