@@ -72,7 +72,7 @@ CASES = [
     ("in-train-running-var-missing", lambda F: F.instance_norm(x243, torch.zeros(4), None),
      ["running_mean", "running_var", "None"]),
     ("bn-eval-running-var-missing", lambda F: F.batch_norm(x24, torch.zeros(4), None, training=False),
-     ["running_var에는 None", "training=True"]),
+     ["running_var", "None", "training=True"]),
     # normalized_shape naming no dimension; num_groups that is no count of groups
     ("ln-empty-shape", lambda F: F.layer_norm(x24, ()), ["normalized_shape", "()"]),
     ("rms-empty-shape", lambda F: F.rms_norm(x24, ()), ["normalized_shape", "()"]),
