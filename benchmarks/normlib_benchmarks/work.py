@@ -23,6 +23,13 @@ bytes it gives the arithmetic intensity (:func:`intensity`) that
 :func:`~normlib_benchmarks.plots.roofline` plots against the achieved GFLOP/s, under the copy
 bandwidth and the speed of a float32 matrix product
 (:func:`~normlib_benchmarks.machine.matmul_gflops`).
+
+**In-core ceilings.** The two roofs assume arithmetic that keeps up: vectorized, with independent
+operations in flight. A loop whose every step waits for the addition before it (one scalar
+accumulator) runs at one addition per add latency however fast memory is; Williams et al. draw
+such limits as ceilings under the compute roof. :func:`in_core_ceiling` turns the time of one
+dependent addition (:func:`~normlib_benchmarks.machine.add_latency_ns`) into the GFLOP/s a kernel
+cannot exceed when each of its elements waits for :data:`SERIAL_ADDS` of them.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Sequence
 
 from .variants import MODES, check_choice
 
-__all__ = ["PASSES", "FLOPS_PER_ELEMENT", "minimal_bytes", "intensity"]
+__all__ = ["PASSES", "FLOPS_PER_ELEMENT", "SERIAL_ADDS", "minimal_bytes", "intensity", "in_core_ceiling"]
 
 # Minimal memory traffic of each mode, in passes over an input-sized tensor (module docstring).
 PASSES = {"forward": 2, "forward+backward": 5}
@@ -76,3 +83,27 @@ def intensity(op: str, mode: str, element_size: int = 4) -> float:
     1.0
     """
     return FLOPS_PER_ELEMENT[op][mode] / (element_size * PASSES[mode])
+
+
+# Dependent additions per element in a forward pass whose statistics are one scalar chain: ATen's
+# training-mode BatchNorm on a contiguous (N, C, H, W) input sums each channel with one double
+# accumulator, once for the mean and once for the squared deviations (chapter 8).
+SERIAL_ADDS = {"batch_norm2d": 2}
+
+
+def in_core_ceiling(op: str, mode: str, ns_per_add: float, threads: int = 1) -> float:
+    """GFLOP/s that ``op`` cannot exceed in ``mode`` when each element waits for
+    :data:`SERIAL_ADDS` dependent additions of ``ns_per_add`` ns each, on ``threads`` threads
+    (the chains of different channels run side by side): the op's FLOPs per element over the
+    time of its chain. The other FLOPs overlap with the chain and the other passes add to it, so
+    a kernel built so lands on or under this line.
+
+    >>> in_core_ceiling("batch_norm2d", "forward", 1.0)     # 8 FLOPs per 2 additions of 1 ns
+    4.0
+    """
+    check_choice("mode", mode, MODES)
+    if op not in SERIAL_ADDS:
+        raise ValueError(f"op must be one of {', '.join(repr(o) for o in SERIAL_ADDS)}; got {op!r}")
+    if ns_per_add <= 0 or threads < 1:
+        raise ValueError(f"ns_per_add must be > 0 and threads >= 1; got ns_per_add={ns_per_add}, threads={threads}")
+    return threads * FLOPS_PER_ELEMENT[op][mode] / (SERIAL_ADDS[op] * ns_per_add)
