@@ -292,7 +292,7 @@ def grain(args, load, threads):
     if threads < 2:
         return {"skipped": "one thread only"}
     saved, fused.GRAIN = fused.GRAIN, 1
-    rows_list = [2, 8, 16, 32, 64, 128, 256, 512]
+    rows_list = [2, 8, 16, 24, 32, 48, 64, 96, 128, 256]
     out = []
     try:
         for rows in rows_list:
@@ -303,8 +303,11 @@ def grain(args, load, threads):
                         "two_over_one": t["2"]["seconds"] / t["1"]["seconds"]})
     finally:
         fused.GRAIN = saved
-    paying = [o["elements"] for o in out if o["two_over_one"] < 0.9]
-    return {"per_rows": out, "first_paying_elements": paying[0] if paying else None, "grain": saved}
+    # the first size from which on 2 threads always take less than 0.9 × the time of 1
+    paying = next((o["elements"] for k, o in enumerate(out) if all(p["two_over_one"] < 0.9 for p in out[k:])), None)
+    # threads_for gives 2 threads from 2 × GRAIN elements: the power of two with 2 × GRAIN ≥ that size
+    suggested = 2 ** math.ceil(math.log2(paying / 2)) if paying else None
+    return {"per_rows": out, "first_paying_elements": paying, "suggested_grain": suggested, "grain": saved}
 
 
 def precision(args, load, bandwidth):
@@ -351,7 +354,11 @@ def why(args, load, bandwidth, shape):
     xg, wg, bg = (t.detach().requires_grad_(True) for t in (x, w, b))
     y_f = fused.layer_norm(xg, wg, bg)
     y_t = F.layer_norm(xg, (shape[-1],), wg, bg)
+    out = torch.empty_like(x)
     fns = {
+        "a copy, out.copy_(x) (1 read, 1 write: the forward's bytes)": lambda: out.copy_(x),
+        "an add, torch.add(x, dy, out=out) (2 reads, 1 write: the backward's bytes)":
+            lambda: torch.add(x, dy, out=out),
         "fused forward (with autograd's graph)": lambda: fused.layer_norm(xg, wg, bg),
         "fused backward": lambda: torch.autograd.grad(y_f, [xg, wg, bg], dy, retain_graph=True),
         "torch forward (with autograd's graph)": lambda: F.layer_norm(xg, (shape[-1],), wg, bg),
@@ -360,7 +367,7 @@ def why(args, load, bandwidth, shape):
     t = in_turn(fns, args, load)
     for name, v in t.items():
         v["x_limit"] = v["seconds"] / least_seconds(shape, "forward", bandwidth,
-                                                    passes=2 if "forward" in name else 3)
+                                                    passes=2 if ("forward" in name or "copy" in name) else 3)
     return {"shape": list(shape), **t}
 
 
@@ -475,8 +482,10 @@ def report(r) -> str:
     if "per_rows" in gr:
         lines += [f"- {o['rows']} rows ({o['elements']} elements): {1e6 * o['one']['seconds']:.1f} µs on 1, "
                   f"{1e6 * o['two']['seconds']:.1f} µs on 2: **{o['two_over_one']:.2f}**" for o in gr["per_rows"]]
-        lines.append(f"- the first size where 2 threads take less than 0.9 × the time of 1: "
-                     f"{gr['first_paying_elements']} elements; fused.GRAIN = {gr['grain']}")
+        lines.append(f"- from {gr['first_paying_elements']} elements on, 2 threads always take less than 0.9 × the "
+                     f"time of 1; a call uses 2 threads from 2 × GRAIN elements: GRAIN = {gr['suggested_grain']} "
+                     f"would follow (the power of two at or above half that size); fused.GRAIN in this run: "
+                     f"{gr['grain']}")
     else:
         lines.append(f"- {gr['skipped']}")
     p = r["precision"]
@@ -495,6 +504,13 @@ def report(r) -> str:
         lines += ["", f"## 4. Where the time goes, LayerNorm {w['shape'][0]} × {w['shape'][1]} (forward: 2 "
                   "passes, backward: 3)", ""]
         lines += [f"- {name}: {ms(v)}, × its limit **{v['x_limit']:.2f}**" for name, v in w.items() if name != "shape"]
+        parts = {name.split(" (")[0].split(",")[0]: v["seconds"] for name, v in w.items() if name != "shape"}
+        lines.append(f"- fused forward ÷ the copy {parts['fused forward'] / parts['a copy']:.2f}, torch forward ÷ the "
+                     f"copy {parts['torch forward'] / parts['a copy']:.2f}; fused backward ÷ the add "
+                     f"{parts['fused backward'] / parts['an add']:.2f}, torch backward ÷ the add "
+                     f"{parts['torch backward'] / parts['an add']:.2f}: the copy and the add move the same bytes "
+                     "with the least work, so these say how far each half is from what this machine's memory "
+                     "does with that mix of reads and writes")
     return "\n".join(lines) + "\n"
 
 
@@ -503,7 +519,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch's and the kernel's threads (0: torch's default)")
     parser.add_argument("--min-repeats", type=int, default=8)
     parser.add_argument("--max-repeats", type=int, default=40)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--spread", type=float, default=0.05)
     parser.add_argument("--quick", action="store_true", help="two sizes and few repeats: a check that it runs")
     parser.add_argument("--out", type=Path, default=OUT)

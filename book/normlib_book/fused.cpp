@@ -107,10 +107,11 @@ template <typename T, typename A> Moments<A> welford_row(const T* row, int64_t d
     A mean[LANES] = {}, m2[LANES] = {};
     int64_t i = 0, blocks = 0;
     for (; i + LANES <= d; i += LANES) {
+        const T* block = row + i;
         const A inv = A(1) / A(++blocks);
 #pragma omp simd
         for (int k = 0; k < LANES; ++k) {
-            const A v = widen(row[i + k]);
+            const A v = widen(block[k]);
             const A delta = v - mean[k];
             mean[k] += delta * inv;
             m2[k] += delta * (v - mean[k]);
@@ -230,13 +231,23 @@ void forward_rows(int64_t rows, int64_t d, const T* x, const T* residual, T* h, 
         const A rstd = A(1) / std::sqrt(ms + A(eps));
         if constexpr (LAYER) mean_out[r] = mean;
         rstd_out[r] = rstd;
+        // y, one cache line at a time, each time asking for a line of the next row: the reads of the
+        // next row then overlap these writes, as in a copy, instead of waiting until they are done.
         T* yr = y + r * d;
+        const T* next = r + 1 < rows ? x + (r + 1) * d : nullptr;
+        const T* next_residual = residual && next ? residual + (r + 1) * d : nullptr;
+        constexpr int64_t LINE = 64 / sizeof(T);
+        for (int64_t i0 = 0; i0 < d; i0 += LINE) {
+            if (next) __builtin_prefetch(next + i0);
+            if (next_residual) __builtin_prefetch(next_residual + i0);
+            const int64_t i1 = i0 + LINE < d ? i0 + LINE : d;
 #pragma omp simd
-        for (int64_t i = 0; i < d; ++i) {
-            const A xhat = (A(widen(src[i])) - mean) * rstd;
-            A v = xhat * A(widen(w[i]));
-            if constexpr (LAYER) v += A(widen(b[i]));
-            yr[i] = narrow<T>(v);
+            for (int64_t i = i0; i < i1; ++i) {
+                const A xhat = (A(widen(src[i])) - mean) * rstd;
+                A v = xhat * A(widen(w[i]));
+                if constexpr (LAYER) v += A(widen(b[i]));
+                yr[i] = narrow<T>(v);
+            }
         }
     }
 }
@@ -250,11 +261,18 @@ void forward_rows(int64_t rows, int64_t d, const T* x, const T* residual, T* h, 
 template <typename T, typename A, bool LAYER>
 void backward_rows(int64_t rows, int64_t d, const T* dy, const T* x, const T* w, const A* mean_in,
                    const A* rstd_in, const T* dh, T* dx, T* dw, T* db, int threads) {
-    std::vector<A> partial(size_t(threads) * 2 * d, A(0));          // per thread: dγ then dβ
+    // Per thread: its partial dγ, then dβ. They are placed half and a quarter of a page away from where
+    // x's rows start within a page: a store to pw[i] and a load of x[i] whose addresses agree in the
+    // last 12 bits make the processor suspect a dependence (4K aliasing) and wait.
+    constexpr int64_t PAGE = 4096 / sizeof(A);
+    const int64_t shift = int64_t((reinterpret_cast<uintptr_t>(x) + 2048) % 4096) / int64_t(sizeof(A));
+    const int64_t stride = (2 * d + PAGE / 4 + PAGE + PAGE - 1) / PAGE * PAGE;
+    std::vector<A> partial(size_t(threads) * stride + 2 * PAGE, A(0));
+    A* base = partial.data() + (PAGE - int64_t(reinterpret_cast<uintptr_t>(partial.data()) % 4096) / int64_t(sizeof(A))) % PAGE;
 #pragma omp parallel num_threads(threads)
     {
-        A* pw = partial.data() + size_t(omp_get_thread_num()) * 2 * d;
-        A* pb = pw + d;
+        A* pw = base + omp_get_thread_num() * stride + shift;
+        A* pb = pw + d + PAGE / 4;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r) {
             const T *xr = x + r * d, *dyr = dy + r * d;
@@ -269,6 +287,7 @@ void backward_rows(int64_t rows, int64_t d, const T* dy, const T* x, const T* w,
                 pw[i] += dyi * xhat;
                 pb[i] += dyi;
             }
+
             const A c1 = sum_gx / A(d), c2 = LAYER ? sum_g / A(d) : A(0);
             T* dxr = dx + r * d;
 #pragma omp simd
@@ -284,8 +303,8 @@ void backward_rows(int64_t rows, int64_t d, const T* dy, const T* x, const T* w,
     for (int64_t i = 0; i < d; ++i) {                               // the second stage: one sum
         A sw = 0, sb = 0;
         for (int t = 0; t < threads; ++t) {
-            sw += partial[size_t(t) * 2 * d + i];
-            sb += partial[size_t(t) * 2 * d + d + i];
+            sw += base[t * stride + shift + i];
+            sb += base[t * stride + shift + d + PAGE / 4 + i];
         }
         dw[i] = narrow<T>(sw);
         if (LAYER) db[i] = narrow<T>(sb);

@@ -57,9 +57,9 @@ FLAGS = ("-O3", "-march=native", "-fopenmp")
 LDFLAGS = ("-fopenmp",)
 
 # Fewest elements worth a thread: a call on fewer than threads × GRAIN elements uses fewer threads
-# (one below GRAIN). Chosen from `benchmarks/fused.py`'s measurement of 1 thread against 2 on rows of
-# 768 (the docstring of threads_for says how).
-GRAIN = 32768
+# (one below 2 × GRAIN). Chosen from `benchmarks/fused.py`'s measurement of 1 thread against 2 on rows
+# of 768 (the docstring of threads_for says how).
+GRAIN = 65536
 
 _DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.bfloat16: 2}
 # the accumulation dtypes compiled for each storage dtype (fused.cpp, DISPATCH)
@@ -259,10 +259,13 @@ def threads_for(rows: int, d: int, threads: Optional[int] = None) -> int:
     """How many threads a norm call on ``rows`` rows of ``d`` uses (chapter 12): ``threads`` (None: torch's
     count), but at most one per :data:`GRAIN` elements and one per row, and at least one.
 
-    Starting a parallel region and splitting the rows costs microseconds; a thread pays for itself
-    only on enough elements. GRAIN is the size where 2 threads first beat 1 in
-    ``benchmarks/fused.py``'s measurement (rows of 768 float32, forward + backward), rounded to a
-    power of two.
+    Starting a parallel region, splitting the rows and waiting for the slower thread cost
+    microseconds; a thread pays for itself only on enough elements. ``benchmarks/fused.py`` times
+    LayerNorm's forward + backward on 2 to 256 rows of 768 float32 with 1 thread and with 2
+    (``benchmarks/results/fused.md``, "When a thread pays"): below a few dozen rows 2 threads take as
+    long as 1, and from some size on they always take less than 0.9 × the time of 1. A call uses 2
+    threads from 2 × GRAIN elements, so GRAIN is the power of two at or above half that size, as the
+    committed results suggest it.
 
     >>> threads_for(8, 768, 2), threads_for(16384, 768, 2), threads_for(1, 4096, 8)
     (1, 2, 1)
@@ -320,24 +323,31 @@ def column_sums(x: Tensor, how: str, threads: Optional[int] = None) -> Tensor:
 
 # --- The norms ----------------------------------------------------------------------------------------
 
+def _forward(x, residual, weight, bias, layer, eps, accumulate, threads, two_pass):
+    """One call of fused.cpp's forward on (rows, D) contiguous tensors: (y, h or None, what the
+    backward needs: the normalized rows (x or h), γ, mean, rstd)."""
+    rows, d = x.shape
+    w = weight if weight is not None else torch.ones(d, dtype=x.dtype)
+    b = (bias if bias is not None else torch.zeros(d, dtype=x.dtype)) if layer else None
+    y = torch.empty_like(x)
+    h = torch.empty_like(x) if residual is not None else None
+    mean = torch.empty(rows, dtype=accumulate) if layer else None
+    rstd = torch.empty(rows, dtype=accumulate)
+    code = load().norm_forward(int(layer), _DTYPE_CODES[x.dtype], _DTYPE_CODES[accumulate], rows, d,
+                               _ptr(x), _ptr(residual), _ptr(h), _ptr(w), _ptr(b), eps, int(two_pass),
+                               _ptr(y), _ptr(mean), _ptr(rstd), threads)
+    assert code == 0, "fused.cpp has no such pair of dtypes"
+    return y, h, (h if residual is not None else x, w, mean, rstd)
+
+
 class _Norm(torch.autograd.Function):
     """One fused forward and one fused backward call of fused.cpp (steps ``forward``, ``backward``);
     the inputs are checked and made contiguous (rows, D) by :func:`_apply`."""
 
     @staticmethod
     def forward(ctx, x, residual, weight, bias, layer, eps, accumulate, threads, two_pass):
-        rows, d = x.shape
-        w = weight if weight is not None else torch.ones(d, dtype=x.dtype)
-        b = (bias if bias is not None else torch.zeros(d, dtype=x.dtype)) if layer else None
-        y = torch.empty_like(x)
-        h = torch.empty_like(x) if residual is not None else None
-        mean = torch.empty(rows, dtype=accumulate) if layer else None
-        rstd = torch.empty(rows, dtype=accumulate)
-        code = load().norm_forward(int(layer), _DTYPE_CODES[x.dtype], _DTYPE_CODES[accumulate], rows, d,
-                                   _ptr(x), _ptr(residual), _ptr(h), _ptr(w), _ptr(b), eps, int(two_pass),
-                                   _ptr(y), _ptr(mean), _ptr(rstd), threads)
-        assert code == 0, "fused.cpp has no such pair of dtypes"
-        ctx.save_for_backward(h if residual is not None else x, w, mean, rstd)
+        y, h, saved = _forward(x, residual, weight, bias, layer, eps, accumulate, threads, two_pass)
+        ctx.save_for_backward(*saved)
         ctx.layer, ctx.threads, ctx.accumulate = layer, threads, accumulate
         ctx.has = (residual is not None, weight is not None, bias is not None)
         ctx.set_materialize_grads(False)
@@ -410,7 +420,12 @@ def _apply(what: str, x, residual, weight, bias, eps, layer: bool, accumulate, t
     if rows == 0:                                 # nothing to normalize: torch's own ops keep autograd's graph
         y = x * 0 if weight is None else x * weight
         return (y, x + residual) if residual is not None else y
-    out = _Norm.apply(flat(x), flat(residual), weight, bias, layer, float(eps), accumulate, nt, two_pass)
+    args = (flat(x), flat(residual), weight, bias, layer, float(eps), accumulate, nt, two_pass)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, residual, weight, bias)):
+        out = _Norm.apply(*args)
+    else:                                         # no gradient asked for: no autograd.Function around it
+        y, h, _ = _forward(*args)
+        out = (y, h) if residual is not None else y
     if residual is not None:
         return out[0].view(x.shape), out[1].view(x.shape)
     return out.view(x.shape)
