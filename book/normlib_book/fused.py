@@ -160,7 +160,7 @@ def check_compiler() -> None:
             raise CompilerMissing(say(
                 en=f"The C++ compiler {path} cannot build an OpenMP program (-fopenmp, #include <omp.h>): "
                    f"{' '.join(detail)}. Expected a compiler with OpenMP (g++, or clang++ with libomp). ",
-                ko=f"C++ 컴파일러 {path}(으)로 OpenMP 프로그램(-fopenmp, #include <omp.h>)을 빌드하지 못했습니다: "
+                ko=f"C++ 컴파일러(경로: {path})로 OpenMP 프로그램(-fopenmp, #include <omp.h>)을 빌드하지 못했습니다: "
                    f"{' '.join(detail)}. OpenMP를 지원하는 컴파일러(g++, 또는 libomp와 clang++)가 필요합니다. ")
                 + how)
     if _find_ninja() is None:
@@ -182,7 +182,7 @@ def build_directory() -> Path:
     ``$TORCH_EXTENSIONS_DIR``), one subfolder per source and flags, outside the repository."""
     from torch.utils.cpp_extension import get_default_build_root
 
-    return Path(get_default_build_root()) / _name()
+    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / _name()
 
 
 _lib: list = []
@@ -230,7 +230,7 @@ def _ptr(t: Optional[Tensor]) -> Optional[int]:
 def _choice(name: str, value, choices) -> int:
     if value not in choices:
         raise ValueError(say(en=f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}",
-                             ko=f"{name}은(는) {', '.join(map(repr, choices))} 중 하나여야 합니다. 받은 값: {value!r}"))
+                             ko=f"{name} 값은 다음 중 하나여야 합니다: {', '.join(map(repr, choices))}. 받은 값: {value!r}"))
     return choices.index(value)
 
 
@@ -379,12 +379,12 @@ def _apply(what: str, x, residual, weight, bias, eps, layer: bool, accumulate, t
     if x.dtype not in _DTYPE_CODES:
         raise TypeError(say(
             en=f"{what} expects x of dtype float32, bfloat16 or float64; got {x.dtype}",
-            ko=f"{what}의 x는 dtype이 float32, bfloat16, float64 중 하나여야 합니다. 받은 dtype: {x.dtype}"))
+            ko=f"{what}의 x 자료형은 float32, bfloat16, float64 중 하나여야 합니다. 받은 자료형: {x.dtype}"))
     if x.dim() == 0 or x.shape[-1] == 0:
         raise ValueError(say(
             en=f"{what} normalizes the last axis of x: expected at least 1 dimension with a last size ≥ 1; "
                f"got shape {tuple(x.shape)}",
-            ko=f"{what}는 x의 마지막 축을 정규화합니다. 1차원 이상이고 마지막 크기가 1 이상이어야 합니다. "
+            ko=f"{what} 함수는 x의 마지막 축을 정규화합니다. 1차원 이상이고 마지막 크기가 1 이상이어야 합니다. "
                f"받은 형태: {tuple(x.shape)}"))
     d = x.shape[-1]
     for name, t, shape in (("residual", residual, tuple(x.shape)), ("weight", weight, (d,)), ("bias", bias, (d,))):
@@ -392,13 +392,13 @@ def _apply(what: str, x, residual, weight, bias, eps, layer: bool, accumulate, t
             continue
         if not isinstance(t, Tensor):
             raise TypeError(say(en=f"{what} expects {name} as a Tensor or None; got {type(t).__name__}",
-                                ko=f"{what}의 {name}은(는) Tensor나 None이어야 합니다. 받은 값의 형: {type(t).__name__}"))
+                                ko=f"{what}의 {name} 인자는 Tensor나 None이어야 합니다. 받은 값의 형: {type(t).__name__}"))
         if t.dtype != x.dtype:
             raise TypeError(say(en=f"{what} expects {name} of x's dtype {x.dtype}; got {t.dtype}",
-                                ko=f"{what}의 {name}은(는) x와 같은 dtype {x.dtype}이어야 합니다. 받은 dtype: {t.dtype}"))
+                                ko=f"{what}의 {name} 자료형은 x의 자료형(x: {x.dtype})과 같아야 합니다. 받은 자료형: {t.dtype}"))
         if tuple(t.shape) != shape:
             raise ValueError(say(en=f"{what} expects {name} of shape {shape}; got {tuple(t.shape)}",
-                                 ko=f"{what}의 {name}은(는) 형태가 {shape}이어야 합니다. 받은 형태: {tuple(t.shape)}"))
+                                 ko=f"{what}의 {name} 형태가 맞지 않습니다. 기대한 형태: {shape}, 받은 형태: {tuple(t.shape)}"))
     if eps is None:
         eps = torch.finfo(x.dtype).eps          # RMSNorm's default, as torch's rms_norm
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not (0 <= eps < float("inf")):
@@ -409,8 +409,8 @@ def _apply(what: str, x, residual, weight, bias, eps, layer: bool, accumulate, t
     if accumulate not in allowed:
         raise TypeError(say(
             en=f"{what} accumulates {x.dtype} input in {' or '.join(map(str, allowed))}; got accumulate={accumulate}",
-            ko=f"{what}는 {x.dtype} 입력을 {' 또는 '.join(map(str, allowed))}(으)로 누적합니다. "
-               f"받은 accumulate: {accumulate}"))
+            ko=f"{what} 함수는 {x.dtype} 입력을 다음 자료형으로만 누적합니다: {', '.join(map(str, allowed))}. "
+               f"받은 accumulate 값: {accumulate}"))
     two_pass = _choice("stats", stats, STATS)
     rows = x.numel() // d
     nt = threads_for(rows, d, threads)
