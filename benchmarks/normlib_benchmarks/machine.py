@@ -1,7 +1,9 @@
 """What the machine is and what it can do: the timing primitive, the copy bandwidth, the speed
-of a matrix product, the peak memory of a call, and a description of the machine.
+of a matrix product, the peak memory of a call, the in-core ceilings of a serial loop, and a
+description of the machine (and whether it is a virtual one).
 
-Threads: whatever ``torch.get_num_threads()`` says; nothing here changes it. Memory: each
+Threads: whatever ``torch.get_num_threads()`` says; nothing here changes it, but for the in-core
+ceilings (:func:`add_latency_ns`, :func:`vector_sum_ns`), measured on one thread and restored. Memory: each
 call of a normalization allocates its output and gradients anew; with glibc's default
 ``malloc`` a large one arrives as fresh pages from the operating system, which can cost more
 than the normalization (:func:`keep_freed_memory`, which ``make bench`` calls, and which
