@@ -31,8 +31,11 @@ outputs; fresh pages from the operating system would be timed otherwise, chapter
 4. **Precision and time** of float32 with float32 or float64 accumulation and of bfloat16 (float32
    accumulation): the largest error of y and of dx against float64 on the same (rounded) input,
    relative to the largest value of that output.
-5. **Why** where the fused forward+backward is farther than 1.5× from the limit: the forward and the
-   backward timed alone, each against its own least bytes.
+5. **Where the time goes** (at the first transformer size where the fused forward+backward is farther
+   than 1.5× from the limit, else 8192 × 1024): the forward and the backward timed alone, each against
+   its own least bytes and against a copy (1 read, 1 write) and an add (2 reads, 1 write) of the same
+   bytes, what this machine's memory does with that mix; and, at 8 × 768, the kernel called alone
+   against the whole Python call and torch's, to show what small sizes pay for.
 
 Time must grow with size: each series (op, mode, variant) is checked in order of elements, and a pair
 where the larger input took less time is printed and written into the results, never dropped.
@@ -371,6 +374,25 @@ def why(args, load, bandwidth, shape):
     return {"shape": list(shape), **t}
 
 
+def overhead(args, load, shape=(8, 768)):
+    """At a small size: the kernel called straight through ctypes into preallocated outputs, against
+    the whole fused.layer_norm (argument checks, allocation, the ctypes call) and torch's F.layer_norm,
+    forward without gradients."""
+    x, w, b, _ = inputs(shape)
+    lib = fused.load()
+    y, mean, rstd = torch.empty_like(x), torch.empty(shape[0]), torch.empty(shape[0])
+    ptrs = [t.data_ptr() for t in (x, w, b)]
+    with torch.no_grad():
+        t = in_turn({
+            "the kernel alone (ctypes, outputs allocated once)": lambda: lib.norm_forward(
+                1, 0, 0, shape[0], shape[1], ptrs[0], None, None, ptrs[1], ptrs[2], 1e-5, 0, y.data_ptr(),
+                mean.data_ptr(), rstd.data_ptr(), 1),
+            "fused.layer_norm": lambda: fused.layer_norm(x, w, b),
+            "F.layer_norm": lambda: F.layer_norm(x, (shape[-1],), w, b),
+        }, args, load)
+    return {"shape": list(shape), **t}
+
+
 # --- The report --------------------------------------------------------------------------------------
 
 def _commit() -> str:
@@ -511,6 +533,12 @@ def report(r) -> str:
                      f"{parts['torch backward'] / parts['an add']:.2f}: the copy and the add move the same bytes "
                      "with the least work, so these say how far each half is from what this machine's memory "
                      "does with that mix of reads and writes")
+    if r.get("overhead"):
+        o = r["overhead"]
+        lines += ["", f"## 5. Small sizes: the call, not the kernel (LayerNorm forward, {o['shape'][0]} × "
+                  f"{o['shape'][1]}, no gradients)", ""]
+        lines += [f"- {name}: {1e6 * v['seconds']:.1f} µs ({100 * v['spread']:.0f}%)" for name, v in o.items()
+                  if name != "shape"]
     return "\n".join(lines) + "\n"
 
 
@@ -573,6 +601,7 @@ def main(argv=None) -> int:
     result["precision"] = precision(args, load, bandwidth)
     far = [g for g in result["goal"] if not g["within"]]
     result["why"] = why(args, load, bandwidth, tuple(far[0]["shape"]) if far else (8192, 1024))
+    result["overhead"] = overhead(args, load)
     result["load_before"] = load.before if load.before is not None else float("nan")
     result["load_highest"] = load.highest
     result["load_after"] = load_average() or float("nan")
