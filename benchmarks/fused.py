@@ -77,6 +77,7 @@ SMALL = [(8, 768), (64, 768)]
 MODES = ("forward", "forward+backward")
 PASSES = {"forward": 2, "forward+backward": 5}
 GOAL = 1.5
+PAYS = 0.85       # 2 threads pay when they take less than this × the time of 1 (a clear gain, not noise)
 NOISY = 0.25      # a group with a spread above this after its repeats is timed once more (and marked ↻)
 
 
@@ -318,8 +319,8 @@ def grain(args, load, threads):
                         "two_over_one": t["2"]["seconds"] / t["1"]["seconds"]})
     finally:
         fused.GRAIN = saved
-    # the first size from which on 2 threads always take less than 0.9 × the time of 1
-    paying = next((o["elements"] for k, o in enumerate(out) if all(p["two_over_one"] < 0.9 for p in out[k:])), None)
+    # the first size from which on 2 threads always take less than PAYS × the time of 1
+    paying = next((o["elements"] for k, o in enumerate(out) if all(p["two_over_one"] < PAYS for p in out[k:])), None)
     # threads_for gives 2 threads from 2 × GRAIN elements: the power of two with 2 × GRAIN ≥ that size
     suggested = 2 ** math.ceil(math.log2(paying / 2)) if paying else None
     return {"per_rows": out, "first_paying_elements": paying, "suggested_grain": suggested, "grain": saved}
@@ -518,7 +519,7 @@ def report(r) -> str:
     if "per_rows" in gr:
         lines += [f"- {o['rows']} rows ({o['elements']} elements): {1e6 * o['one']['seconds']:.1f} µs on 1, "
                   f"{1e6 * o['two']['seconds']:.1f} µs on 2: **{o['two_over_one']:.2f}**" for o in gr["per_rows"]]
-        lines.append(f"- from {gr['first_paying_elements']} elements on, 2 threads always take less than 0.9 × the "
+        lines.append(f"- from {gr['first_paying_elements']} elements on, 2 threads always take less than {PAYS} × the "
                      f"time of 1; a call uses 2 threads from 2 × GRAIN elements: GRAIN = {gr['suggested_grain']} "
                      f"would follow (the power of two at or above half that size); fused.GRAIN in this run: "
                      f"{gr['grain']}")

@@ -263,7 +263,8 @@ def threads_for(rows: int, d: int, threads: Optional[int] = None) -> int:
     microseconds; a thread pays for itself only on enough elements. ``benchmarks/fused.py`` times
     LayerNorm's forward + backward on 2 to 256 rows of 768 float32 with 1 thread and with 2
     (``benchmarks/results/fused.md``, "When a thread pays"): below a few dozen rows 2 threads take as
-    long as 1, and from some size on they always take less than 0.9 × the time of 1. A call uses 2
+    long as 1, and from some size on they always take less than 0.85 × the time of 1 (a clear gain,
+    beyond the noise of a shared machine). A call uses 2
     threads from 2 × GRAIN elements, so GRAIN is the power of two at or above half that size, as the
     committed results suggest it.
 
