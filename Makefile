@@ -121,7 +121,7 @@ bench-kernels: $(STAMP)
 	$(PY) benchmarks/kernels.py
 
 ## Time chapter 12's fused LayerNorm/RMSNorm kernel (normlib_book.fused) against torch's kernels, torch.compile's
-## and the memory limit, with the chapter's steps, at torch's thread count (about 10 minutes; compiles the
+## and the memory limit, with the chapter's steps, at torch's thread count (one to two minutes; compiles the
 ## kernel first if needed); writes benchmarks/results/fused.{md,json}, which chapter 12 reads.
 bench-fused: $(STAMP)
 	$(PY) benchmarks/fused.py
