@@ -110,7 +110,7 @@ notebooks: $(STAMP)
 perturbed: $(STAMP)
 	$(PY) -m book.tools.perturbed_numerics $(if $(CH),chapters/ko/$(CH).ipynb chapters/en/$(CH).ipynb,)
 
-## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in (2-5 minutes);
+## Time LayerNorm, RMSNorm and BatchNorm2d four ways against torch's built-in, on one thread (about 5 minutes);
 ## writes benchmarks/results/normalization.{md,json,png} and roofline.png.
 bench: $(STAMP)
 	$(PY) benchmarks/normalization.py
