@@ -21,6 +21,7 @@ module                 serves
 ``backward``           assignment 3: ``check_layer_norm_backward``, ``check_batch_norm_backward``
 ``axes_groupnorm``     assignment 4: ``check_axes``, ``check_channel_groups``, ``check_group_norm``
 ``fold``               assignment 5: ``check_scale_shift``, ``check_fold_batch_norm``, ``check_fold_training``
+``fused``              chapter 12's graded exercise (imported from the module, not an assignment): ``check_grad_gamma_beta``
 ``_report``            all: :class:`CheckFailed`, the message, comparisons, the seeded inputs
 ``_slips``             all: recognising a known slip from what the student's code computed
 ``_guard``             all: catching a call to a reference implementation while the student's code runs
